@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Everything `npm start` and `npm test` need on a fresh machine, each step skipped when already done:
+# node_modules (with the pinned Node 24), the Debian libraries Mooncake links against, a Python
+# environment with the published Mooncake wheel, and etcd + Kubernetes built from Go modules.
+# Long-lived artifacts go to a cache outside the checkout ($KVPOOL_CACHE, default ~/.cache/kvpool).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source toolchain.env
+CACHE="${KVPOOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kvpool}"
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+ensure_node_modules() {
+  if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
+    log "installing node_modules (npm ci)"
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+  local v; v=$(node_modules/.bin/node --version 2>/dev/null || true)
+  if [[ "$v" != v24.* ]]; then
+    log "node_modules/.bin/node should be Node 24 but is '${v:-missing}': delete node_modules and run npm ci"
+    exit 1
+  fi
+}
+
+ensure_debian_packages() {
+  local missing=()
+  for p in $MOONCAKE_DEBIAN_PACKAGES; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  log "installing Debian packages Mooncake needs: ${missing[*]}"
+  local sudo=(); [[ $(id -u) == 0 ]] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+ensure_mooncake_venv() {
+  local venv="$CACHE/venv/mooncake-$MOONCAKE_VERSION"
+  [[ -f "$venv/.complete" ]] && return 0
+  command -v python3 >/dev/null || { log "python3 (3.10 or newer) is required: install it and re-run"; exit 1; }
+  log "creating a Python environment with $MOONCAKE_PACKAGE==$MOONCAKE_VERSION in $venv"
+  # The .complete marker, written last, is what makes the environment count as installed.
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "$MOONCAKE_PACKAGE==$MOONCAKE_VERSION"
+  "$venv/bin/python" -c 'import mooncake.store' || { log "the Mooncake wheel does not import; see the error above"; exit 1; }
+  touch "$venv/.complete"
+}
+
+ensure_node_modules
+ensure_debian_packages
+ensure_mooncake_venv
+bash scripts/build-control-plane.sh

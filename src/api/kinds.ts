@@ -1,0 +1,150 @@
+// Every kind this project serves: names, scope, columns and the schemas that define them.
+import type { TSchema } from '@sinclair/typebox';
+import { InstanceTypeSpec, InstanceTypeStatus } from './instance-type.ts';
+import { KVCacheBackendSpec, KVCacheBackendStatus } from './kvcache-backend.ts';
+import { KVCachePoolSpec, KVCachePoolStatus } from './kvcache-pool.ts';
+import { KVCachePoolBindingSpec, KVCachePoolBindingStatus } from './kvcache-pool-binding.ts';
+import { ModelDeploymentSpec, ModelDeploymentStatus } from './model-deployment.ts';
+import { SettingSpec } from './setting.ts';
+
+export const workerGroup = 'worker.gpustack.ai';
+export const settingsGroup = 'gpustack.ai';
+
+export interface PrinterColumn {
+  name: string;
+  type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
+  jsonPath: string;
+  priority?: number;
+  description?: string;
+}
+
+export interface KindDefinition {
+  group: string;
+  version: 'v1';
+  kind: string;
+  plural: string;
+  singular: string;
+  shortNames: string[];
+  scope: 'Namespaced' | 'Cluster';
+  spec: TSchema;
+  status?: TSchema;
+  specRequired: boolean;
+  columns: PrinterColumn[];
+}
+
+const phase: PrinterColumn = { name: 'Phase', type: 'string', jsonPath: '.status.phase' };
+const age: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
+
+export const kinds = {
+  KVCacheBackend: {
+    group: workerGroup,
+    version: 'v1',
+    kind: 'KVCacheBackend',
+    plural: 'kvcachebackends',
+    singular: 'kvcachebackend',
+    shortNames: ['kvcb'],
+    scope: 'Cluster',
+    spec: KVCacheBackendSpec,
+    status: KVCacheBackendStatus,
+    specRequired: true,
+    columns: [
+      { name: 'Type', type: 'string', jsonPath: '.spec.type' },
+      phase,
+      { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoints[?(@.name=="Client")].address' },
+      { name: 'Capacity', type: 'string', jsonPath: '.status.capacity.total' },
+      age,
+    ],
+  },
+  KVCachePool: {
+    group: workerGroup,
+    version: 'v1',
+    kind: 'KVCachePool',
+    plural: 'kvcachepools',
+    singular: 'kvcachepool',
+    shortNames: ['kvcp'],
+    scope: 'Cluster',
+    spec: KVCachePoolSpec,
+    status: KVCachePoolStatus,
+    specRequired: true,
+    columns: [
+      { name: 'Quota', type: 'string', jsonPath: '.spec.quota.total' },
+      { name: 'Usage', type: 'string', jsonPath: '.status.usage.total' },
+      phase,
+      { name: 'Endpoint', type: 'string', jsonPath: '.status.clientEndpoint' },
+      age,
+    ],
+  },
+  KVCachePoolBinding: {
+    group: workerGroup,
+    version: 'v1',
+    kind: 'KVCachePoolBinding',
+    plural: 'kvcachepoolbindings',
+    singular: 'kvcachepoolbinding',
+    shortNames: ['kvcpb'],
+    scope: 'Namespaced',
+    spec: KVCachePoolBindingSpec,
+    status: KVCachePoolBindingStatus,
+    specRequired: true,
+    columns: [
+      { name: 'Pool', type: 'string', jsonPath: '.spec.poolRef.name' },
+      { name: 'Domain', type: 'string', jsonPath: '.spec.domain.name' },
+      { name: 'Effective', type: 'string', jsonPath: '.status.effectiveQuota' },
+      { name: 'Usage', type: 'string', jsonPath: '.status.usage' },
+      phase,
+      age,
+    ],
+  },
+  ModelDeployment: {
+    group: workerGroup,
+    version: 'v1',
+    kind: 'ModelDeployment',
+    plural: 'modeldeployments',
+    singular: 'modeldeployment',
+    shortNames: ['md'],
+    scope: 'Namespaced',
+    spec: ModelDeploymentSpec,
+    status: ModelDeploymentStatus,
+    specRequired: true,
+    columns: [
+      { name: 'Engine', type: 'string', jsonPath: '.spec.engine.name' },
+      { name: 'Roles', type: 'string', jsonPath: '.status.roleSummary' },
+      phase,
+      { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoint', priority: 1 },
+      age,
+    ],
+  },
+  InstanceType: {
+    group: workerGroup,
+    version: 'v1',
+    kind: 'InstanceType',
+    plural: 'instancetypes',
+    singular: 'instancetype',
+    shortNames: [],
+    scope: 'Cluster',
+    spec: InstanceTypeSpec,
+    status: InstanceTypeStatus,
+    specRequired: true,
+    columns: [
+      { name: 'Entrance', type: 'string', jsonPath: '.status.entrance' },
+      { name: 'Unit(CPU/RAM)/Storage', type: 'string', jsonPath: '.status.unit' },
+      { name: 'Accelerator(EX/SH/SL/PT)', type: 'string', jsonPath: '.status.acceleratorSummary' },
+      { name: 'CPU', type: 'string', jsonPath: '.status.cpuSummary' },
+      phase,
+    ],
+  },
+  Setting: {
+    group: settingsGroup,
+    version: 'v1',
+    kind: 'Setting',
+    plural: 'settings',
+    singular: 'setting',
+    shortNames: ['set'],
+    scope: 'Namespaced',
+    spec: SettingSpec,
+    specRequired: true,
+    columns: [{ name: 'Value', type: 'string', jsonPath: '.spec.value' }, age],
+  },
+} as const satisfies Record<string, KindDefinition>;
+
+export type KindName = keyof typeof kinds;
+export const category = 'gpustack';

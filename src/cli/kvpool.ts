@@ -1,0 +1,23 @@
+// The `kvpool` command.
+import { runManifests } from './manifests.ts';
+
+const usage = `usage: kvpool <command>
+  manifests [--check]   write (or check) the generated CRDs in deploy/crds
+  local                 run a local control plane with the CRDs installed, until Ctrl-C`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...args] = argv;
+  switch (command) {
+    case 'manifests':
+      return runManifests(args);
+    case 'local': {
+      const { runLocal } = await import('./local.ts');
+      return runLocal(args);
+    }
+    default:
+      console.error(usage);
+      return command ? 2 : 0;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,212 @@
+// A thin JSON client for the Kubernetes API: server-side apply (objects and status) with explicit field
+// managers, get/list/delete, and typed errors. Configuration and authentication come from
+// @kubernetes/client-node's KubeConfig; requests go through undici so the operator controls content
+// types, subresources and streaming itself.
+import type https from 'node:https';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Agent, type Dispatcher, request } from 'undici';
+import { ApiError } from './errors.ts';
+import { type ObjectRef, ResourceResolver } from './resources.ts';
+
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name?: string;
+    namespace?: string;
+    resourceVersion?: string;
+    generation?: number;
+    uid?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [k: string]: unknown;
+  };
+  [k: string]: unknown;
+}
+
+export interface ObjectList<T = KubeObject> {
+  metadata: { resourceVersion?: string; continue?: string };
+  items: T[];
+}
+
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+  signal?: AbortSignal;
+  /** Milliseconds before the request is abandoned; none for watches. */
+  timeoutMs?: number;
+}
+
+export interface ApplyOptions {
+  fieldManager: string;
+  force?: boolean;
+  subresource?: 'status';
+  dryRun?: boolean;
+}
+
+export class KubeClient {
+  readonly server: string;
+  readonly resources: ResourceResolver;
+  private readonly dispatcher: Dispatcher;
+  private readonly headers: Record<string, string>;
+
+  private constructor(server: string, dispatcher: Dispatcher, headers: Record<string, string>) {
+    this.server = server.replace(/\/$/, '');
+    this.dispatcher = dispatcher;
+    this.headers = headers;
+    this.resources = new ResourceResolver((path) => this.request('GET', path));
+  }
+
+  static async fromKubeconfigFile(path: string): Promise<KubeClient> {
+    const kc = new KubeConfig();
+    kc.loadFromFile(path);
+    return KubeClient.fromKubeConfig(kc);
+  }
+
+  /** In-cluster service account when running in a Pod, else $KUBECONFIG / ~/.kube/config. */
+  static async fromDefault(): Promise<KubeClient> {
+    const kc = new KubeConfig();
+    kc.loadFromDefault();
+    return KubeClient.fromKubeConfig(kc);
+  }
+
+  static async fromKubeConfig(kc: KubeConfig): Promise<KubeClient> {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error('the kubeconfig names no current cluster');
+    const opts: https.RequestOptions = {};
+    await kc.applyToHTTPSOptions(opts);
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(opts.headers ?? {})) if (typeof v === 'string') headers[k] = v;
+    const dispatcher = new Agent({
+      connect: {
+        ca: opts.ca as string | undefined,
+        cert: opts.cert as string | undefined,
+        key: opts.key as string | undefined,
+        rejectUnauthorized: !cluster.skipTLSVerify,
+      },
+      keepAliveTimeout: 30_000,
+      connections: 32,
+    });
+    return new KubeClient(cluster.server, dispatcher, headers);
+  }
+
+  /** Performs one request and returns the decoded JSON body; non-2xx statuses throw ApiError. */
+  async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const res = await this.send(method, path, options);
+    const text = await res.body.text();
+    if (res.statusCode >= 300) throw ApiError.fromResponse(res.statusCode, text, `${method} ${path}`);
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  /** Opens a request and hands back the raw response (for watch streams). */
+  async send(method: string, path: string, options: RequestOptions = {}): Promise<Dispatcher.ResponseData> {
+    const url = new URL(this.server + path);
+    for (const [k, v] of Object.entries(options.query ?? {}))
+      if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { ...this.headers, accept: 'application/json' };
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+      headers['content-type'] = options.contentType ?? 'application/json';
+    }
+    const timeout = options.timeoutMs ?? 30_000;
+    return request(url, {
+      method: method as Dispatcher.HttpMethod,
+      headers,
+      body,
+      dispatcher: this.dispatcher,
+      signal: options.signal,
+      headersTimeout: timeout || 0,
+      bodyTimeout: timeout || 0,
+    });
+  }
+
+  async get<T extends KubeObject = KubeObject>(ref: ObjectRef): Promise<T> {
+    return this.request<T>('GET', await this.resources.objectPath(ref));
+  }
+
+  /** Like get, but NotFound yields undefined. */
+  async find<T extends KubeObject = KubeObject>(ref: ObjectRef): Promise<T | undefined> {
+    try {
+      return await this.get<T>(ref);
+    } catch (err) {
+      if (err instanceof ApiError && err.isNotFound) return undefined;
+      throw err;
+    }
+  }
+
+  async list<T extends KubeObject = KubeObject>(
+    ref: Omit<ObjectRef, 'name'>,
+    query: { labelSelector?: string; fieldSelector?: string } = {},
+  ): Promise<ObjectList<T>> {
+    return this.request<ObjectList<T>>('GET', await this.resources.collectionPath(ref), { query });
+  }
+
+  async create<T extends KubeObject>(
+    obj: T,
+    query: { fieldManager?: string; dryRun?: boolean } = {},
+  ): Promise<T> {
+    return this.request<T>('POST', await this.resources.collectionPath(refOf(obj)), {
+      body: obj,
+      query: { fieldManager: query.fieldManager, dryRun: query.dryRun ? 'All' : undefined },
+    });
+  }
+
+  async replace<T extends KubeObject>(obj: T, subresource?: 'status'): Promise<T> {
+    return this.request<T>('PUT', await this.resources.objectPath(refOf(obj), subresource), { body: obj });
+  }
+
+  /** Server-side apply: the object is this manager's whole intent for the fields it names. */
+  async apply<T extends KubeObject>(obj: KubeObject, options: ApplyOptions): Promise<T> {
+    return this.request<T>('PATCH', await this.resources.objectPath(refOf(obj), options.subresource), {
+      body: obj,
+      contentType: 'application/apply-patch+yaml',
+      query: {
+        fieldManager: options.fieldManager,
+        force: options.force ?? true,
+        dryRun: options.dryRun ? 'All' : undefined,
+      },
+    });
+  }
+
+  async mergePatch<T extends KubeObject>(ref: ObjectRef, patch: unknown, subresource?: 'status'): Promise<T> {
+    return this.request<T>('PATCH', await this.resources.objectPath(ref, subresource), {
+      body: patch,
+      contentType: 'application/merge-patch+json',
+    });
+  }
+
+  async jsonPatch<T extends KubeObject>(ref: ObjectRef, ops: unknown[], subresource?: 'status'): Promise<T> {
+    return this.request<T>('PATCH', await this.resources.objectPath(ref, subresource), {
+      body: ops,
+      contentType: 'application/json-patch+json',
+    });
+  }
+
+  /** Deletes; NotFound counts as done. Returns whether the object existed. */
+  async delete(ref: ObjectRef, options: { propagationPolicy?: 'Foreground' | 'Background' | 'Orphan' } = {}) {
+    try {
+      await this.request('DELETE', await this.resources.objectPath(ref), {
+        body: options.propagationPolicy ? { propagationPolicy: options.propagationPolicy } : undefined,
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof ApiError && err.isNotFound) return false;
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.close();
+  }
+}
+
+export function refOf(obj: KubeObject): ObjectRef {
+  return {
+    apiVersion: obj.apiVersion,
+    kind: obj.kind,
+    name: obj.metadata.name ?? '',
+    namespace: obj.metadata.namespace,
+  };
+}

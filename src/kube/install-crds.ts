@@ -1,0 +1,30 @@
+// Installs (or updates) this project's CRDs by server-side apply and waits until each is Established.
+import { renderAllCrds } from '../api/crd.ts';
+import { waitFor } from '../local/wait-for.ts';
+import type { KubeClient, KubeObject } from './client.ts';
+
+interface CrdStatus {
+  status?: { conditions?: { type: string; status: string }[] };
+}
+
+export async function installCrds(client: KubeClient, timeoutMs = 30_000): Promise<void> {
+  const crds = renderAllCrds().map(({ crd }) => crd as KubeObject);
+  // CRDs go as raw JSON: a model round-trip can drop schema extensions such as int-or-string.
+  await Promise.all(crds.map((crd) => client.apply(crd, { fieldManager: 'kvpool-installer' })));
+  for (const crd of crds) {
+    const name = crd.metadata.name!;
+    await waitFor(
+      async () => {
+        const got = await client.get<KubeObject & CrdStatus>({
+          apiVersion: 'apiextensions.k8s.io/v1',
+          kind: 'CustomResourceDefinition',
+          name,
+        });
+        return got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')
+          ? true
+          : undefined;
+      },
+      { what: `CRD ${name} to be Established`, timeoutMs },
+    );
+  }
+}

@@ -1,0 +1,66 @@
+// Maps apiVersion/kind to REST paths through API discovery, cached per group version.
+
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+}
+
+interface ApiResource {
+  name: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+export class ResourceResolver {
+  private readonly cache = new Map<string, Promise<ApiResource[]>>();
+  private readonly fetchJson: (path: string) => Promise<unknown>;
+
+  constructor(fetchJson: (path: string) => Promise<unknown>) {
+    this.fetchJson = fetchJson;
+  }
+
+  private groupVersionPath(apiVersion: string): string {
+    return apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+  }
+
+  async resourceFor(apiVersion: string, kind: string): Promise<ApiResource> {
+    const find = async () =>
+      (await this.load(apiVersion)).find((r) => r.kind === kind && !r.name.includes('/')) as
+        | ApiResource
+        | undefined;
+    let found = await find();
+    if (!found) {
+      // A CRD installed after the first look-up: discover again once.
+      this.cache.delete(apiVersion);
+      found = await find();
+    }
+    if (!found)
+      throw new Error(`the API server serves no kind ${kind} in ${apiVersion}; are the CRDs installed?`);
+    return found;
+  }
+
+  private load(apiVersion: string): Promise<ApiResource[]> {
+    let entry = this.cache.get(apiVersion);
+    if (!entry) {
+      entry = this.fetchJson(this.groupVersionPath(apiVersion)).then(
+        (list) => (list as { resources: ApiResource[] }).resources,
+        () => [],
+      );
+      this.cache.set(apiVersion, entry);
+    }
+    return entry;
+  }
+
+  async collectionPath(ref: Omit<ObjectRef, 'name'>): Promise<string> {
+    const r = await this.resourceFor(ref.apiVersion, ref.kind);
+    const ns = r.namespaced ? `/namespaces/${encodeURIComponent(ref.namespace ?? 'default')}` : '';
+    return `${this.groupVersionPath(ref.apiVersion)}${ns}/${r.name}`;
+  }
+
+  async objectPath(ref: ObjectRef, subresource?: string): Promise<string> {
+    const base = `${await this.collectionPath(ref)}/${encodeURIComponent(ref.name)}`;
+    return subresource ? `${base}/${subresource}` : base;
+  }
+}

@@ -1,0 +1,58 @@
+// Where the real components live: built or installed once into a cache outside the checkout, keyed by
+// version (toolchain.env), so every clone on this machine reuses them.
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const projectRoot = resolve(import.meta.dirname, '../..');
+
+function readToolchainEnv(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of readFileSync(join(projectRoot, 'toolchain.env'), 'utf8').split('\n')) {
+    const m = /^([A-Z_]+)=(.*)$/.exec(line.trim());
+    if (m) out[m[1]!] = m[2]!.replace(/^"|"$/g, '');
+  }
+  return out;
+}
+
+const versions = readToolchainEnv();
+
+export const toolchain = {
+  kubeVersion: versions.KUBE_VERSION!,
+  etcdVersion: versions.ETCD_VERSION!,
+  mooncakeVersion: versions.MOONCAKE_VERSION!,
+};
+
+export function cacheDir(): string {
+  return process.env.KVPOOL_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'kvpool');
+}
+
+export type KubeBinary = 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kubectl';
+
+export function kubeBinary(name: KubeBinary): string {
+  return requireFile(join(cacheDir(), 'kube', toolchain.kubeVersion, name), name);
+}
+
+export function etcdBinary(): string {
+  return requireFile(join(cacheDir(), 'etcd', toolchain.etcdVersion, 'etcd'), 'etcd');
+}
+
+/** The Python environment holding the published Mooncake wheel. */
+export function mooncakeVenv(): string {
+  return join(cacheDir(), 'venv', `mooncake-${toolchain.mooncakeVersion}`);
+}
+
+export function mooncakeBinary(
+  name: 'mooncake_master' | 'mc_store_rest_server' | 'mooncake_client' | 'python',
+): string {
+  return requireFile(join(mooncakeVenv(), 'bin', name), name);
+}
+
+function requireFile(path: string, what: string): string {
+  if (!existsSync(path)) {
+    throw new Error(
+      `${what} is not installed at ${path}: run \`npm run setup\` (scripts/setup.sh) to build or install it`,
+    );
+  }
+  return path;
+}

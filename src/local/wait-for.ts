@@ -1,0 +1,31 @@
+// Polls until a condition holds, or fails with a message that says what was awaited.
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface WaitOptions {
+  timeoutMs: number;
+  intervalMs?: number;
+  /** What is being awaited, for the error message. */
+  what: string;
+}
+
+/** Resolves with the first non-undefined value `probe` returns; a throwing probe counts as not yet. */
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined> | T | undefined,
+  options: WaitOptions,
+): Promise<T> {
+  const deadline = Date.now() + options.timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() >= deadline) {
+      const why = lastError instanceof Error ? `: last error: ${lastError.message}` : '';
+      throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${options.what}${why}`);
+    }
+    await sleep(options.intervalMs ?? 100);
+  }
+}
