@@ -1,5 +1,6 @@
 // Renders a CustomResourceDefinition from a kind's definition. The schemas in src/api are the single
 // source of truth: deploy/crds is generated from here and a test fails when it is stale.
+import type { KubeObject } from '../kube/object.ts';
 import { category, type KindDefinition, type KindName, kinds } from './kinds.ts';
 
 /** Drops TypeBox's symbol markers and returns plain JSON Schema. */
@@ -7,7 +8,9 @@ function plain(schema: unknown): Record<string, unknown> {
   return JSON.parse(JSON.stringify(schema));
 }
 
-export function renderCrd(def: KindDefinition): Record<string, unknown> {
+export type CustomResourceDefinition = KubeObject & { spec: Record<string, unknown> };
+
+export function renderCrd(def: KindDefinition): CustomResourceDefinition {
   const properties: Record<string, unknown> = {
     apiVersion: { type: 'string' },
     kind: { type: 'string' },
@@ -50,6 +53,6 @@ export function renderCrd(def: KindDefinition): Record<string, unknown> {
   };
 }
 
-export function renderAllCrds(): { kind: KindName; crd: Record<string, unknown> }[] {
+export function renderAllCrds(): { kind: KindName; crd: CustomResourceDefinition }[] {
   return (Object.keys(kinds) as KindName[]).map((kind) => ({ kind, crd: renderCrd(kinds[kind]) }));
 }

@@ -1,5 +1,5 @@
 // Whole-object TypeScript types, derived from the schemas (never written by hand).
-import type { V1ObjectMeta } from '@kubernetes/client-node';
+import type { ObjectMeta } from '../kube/object.ts';
 import type { InstanceTypeSpec, InstanceTypeStatus } from './instance-type.ts';
 import type { KVCacheBackendSpec, KVCacheBackendStatus } from './kvcache-backend.ts';
 import type { KVCachePoolSpec, KVCachePoolStatus } from './kvcache-pool.ts';
@@ -10,7 +10,7 @@ import type { SettingSpec } from './setting.ts';
 interface Resource<K extends string, S, T = never> {
   apiVersion: string;
   kind: K;
-  metadata: V1ObjectMeta;
+  metadata: ObjectMeta;
   spec: S;
   status?: T;
 }

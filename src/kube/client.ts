@@ -6,23 +6,10 @@ import type https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Agent, type Dispatcher, request } from 'undici';
 import { ApiError } from './errors.ts';
+import type { KubeObject } from './object.ts';
 import { type ObjectRef, ResourceResolver } from './resources.ts';
 
-export interface KubeObject {
-  apiVersion: string;
-  kind: string;
-  metadata: {
-    name?: string;
-    namespace?: string;
-    resourceVersion?: string;
-    generation?: number;
-    uid?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    [k: string]: unknown;
-  };
-  [k: string]: unknown;
-}
+export type { KubeObject };
 
 export interface ObjectList<T = KubeObject> {
   metadata: { resourceVersion?: string; continue?: string };

@@ -8,7 +8,7 @@ interface CrdStatus {
 }
 
 export async function installCrds(client: KubeClient, timeoutMs = 30_000): Promise<void> {
-  const crds = renderAllCrds().map(({ crd }) => crd as KubeObject);
+  const crds = renderAllCrds().map(({ crd }) => crd);
   // CRDs go as raw JSON: a model round-trip can drop schema extensions such as int-or-string.
   await Promise.all(crds.map((crd) => client.apply(crd, { fieldManager: 'kvpool-installer' })));
   for (const crd of crds) {

@@ -1,0 +1,56 @@
+// Runs the test suites on node's built-in runner (which prints its totals), with one shared control
+// plane for the integration tests, then checks that no process the run started is still alive.
+// Usage: node scripts/run-tests.ts [file or glob ...]   (default: every suite)
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { cacheDir } from '../src/local/toolchain.ts';
+
+const suites = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'];
+
+/** Processes running a binary from the component cache (etcd, kube-*, Mooncake). */
+function componentProcesses(): Map<number, string> {
+  const found = new Map<number, string>();
+  const cache = cacheDir();
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      const exe = readlinkSync(`/proc/${pid}/exe`);
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
+      if (exe.startsWith(cache) || cmd.includes(cache)) found.set(pid, cmd);
+    } catch {
+      // Gone, or not ours to read.
+    }
+  }
+  return found;
+}
+
+const before = componentProcesses();
+const files = process.argv.slice(2);
+const result = spawnSync(
+  process.execPath,
+  [
+    '--test',
+    '--test-global-setup=test/support/global-setup.ts',
+    '--test-concurrency=2',
+    '--test-timeout=600000',
+    ...(files.length ? files : suites),
+  ],
+  { stdio: 'inherit' },
+);
+
+const leaked = [...componentProcesses()].filter(([pid]) => !before.has(pid));
+if (leaked.length) {
+  console.error(`\n${leaked.length} process(es) started by the tests were still running; killing them:`);
+  for (const [pid, cmd] of leaked) {
+    console.error(`  ${pid} ${cmd.slice(0, 160)}`);
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Exited meanwhile.
+    }
+  }
+  process.exit(1);
+}
+console.error('no process started by the tests is left running');
+process.exit(result.status ?? 1);

@@ -1,0 +1,22 @@
+// One real control plane (etcd + kube-apiserver) with the CRDs installed, shared by the integration
+// test files of a run; its kubeconfig reaches them through KVPOOL_TEST_KUBECONFIG.
+import { KubeClient } from '../../src/kube/client.ts';
+import { installCrds } from '../../src/kube/install-crds.ts';
+import { ControlPlane } from '../../src/local/control-plane.ts';
+
+let controlPlane: ControlPlane | undefined;
+
+export async function globalSetup(): Promise<void> {
+  controlPlane = await ControlPlane.start();
+  const client = await KubeClient.fromKubeconfigFile(controlPlane.kubeconfigPath);
+  try {
+    await installCrds(client);
+  } finally {
+    await client.close();
+  }
+  process.env.KVPOOL_TEST_KUBECONFIG = controlPlane.kubeconfigPath;
+}
+
+export async function globalTeardown(): Promise<void> {
+  await controlPlane?.stop();
+}
