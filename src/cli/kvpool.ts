@@ -3,7 +3,8 @@ import { runManifests } from './manifests.ts';
 
 const usage = `usage: kvpool <command>
   manifests [--check]   write (or check) the generated CRDs in deploy/crds
-  local                 run a local control plane with the CRDs installed, until Ctrl-C`;
+  local                 run a local control plane with the CRDs installed, until Ctrl-C
+  operator [flags]      run the operator (see src/cli/operator.ts for flags)`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
@@ -13,6 +14,10 @@ async function main(argv: string[]): Promise<number> {
     case 'local': {
       const { runLocal } = await import('./local.ts');
       return runLocal(args);
+    }
+    case 'operator': {
+      const { runOperator } = await import('./operator.ts');
+      return runOperator(args);
     }
     default:
       console.error(usage);

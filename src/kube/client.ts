@@ -6,6 +6,7 @@ import type https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Agent, type Dispatcher, request } from 'undici';
 import { ApiError } from './errors.ts';
+import { apiWrites } from './metrics.ts';
 import type { KubeObject } from './object.ts';
 import { type ObjectRef, ResourceResolver } from './resources.ts';
 
@@ -97,6 +98,7 @@ export class KubeClient {
       body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
       headers['content-type'] = options.contentType ?? 'application/json';
     }
+    if (method !== 'GET') apiWrites.inc({ verb: method });
     const timeout = options.timeoutMs ?? 30_000;
     return request(url, {
       method: method as Dispatcher.HttpMethod,

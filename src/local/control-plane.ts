@@ -143,7 +143,7 @@ export class ControlPlane {
     writeFileSync(files.kubeconfig, this.kubeconfig(), { mode: 0o600 });
   }
 
-  private kubeconfig(): string {
+  private kubeconfig(server = this.server): string {
     const b64 = (s: string) => Buffer.from(s).toString('base64');
     return stringify({
       apiVersion: 'v1',
@@ -151,7 +151,7 @@ export class ControlPlane {
       clusters: [
         {
           name: 'kvpool',
-          cluster: { server: this.server, 'certificate-authority-data': b64(this.clientTls.ca) },
+          cluster: { server, 'certificate-authority-data': b64(this.clientTls.ca) },
         },
       ],
       users: [
@@ -198,12 +198,30 @@ export class ControlPlane {
 
   /** Starts kube-apiserver (again, after stopApiserver) on the same port and waits for /readyz. */
   async startApiserver(): Promise<void> {
+    this.apiserver = await this.launchApiserver('kube-apiserver', this.ports.apiserver);
+  }
+
+  /**
+   * A second kube-apiserver on the same etcd (as in an HA control plane), with its own kubeconfig.
+   * Stop it with the returned function; stop() also stops it.
+   */
+  async addApiserver(): Promise<{ kubeconfigPath: string; stop: () => Promise<void> }> {
+    const port = await freePort();
+    const name = `kube-apiserver-${port}`;
+    const proc = await this.launchApiserver(name, port);
+    this.extras.push(proc);
+    const kubeconfigPath = join(this.dir, `kubeconfig-${port}`);
+    writeFileSync(kubeconfigPath, this.kubeconfig(`https://127.0.0.1:${port}`), { mode: 0o600 });
+    return { kubeconfigPath, stop: async () => void (await proc.stop()) };
+  }
+
+  private async launchApiserver(name: string, port: number): Promise<ManagedProcess> {
     const f = this.files;
-    this.apiserver = startProcess('kube-apiserver', kubeBinary('kube-apiserver'), {
+    const proc = startProcess(name, kubeBinary('kube-apiserver'), {
       logDir: this.logDir,
       args: [
         `--etcd-servers=http://127.0.0.1:${this.ports.etcdClient}`,
-        `--secure-port=${this.ports.apiserver}`,
+        `--secure-port=${port}`,
         '--bind-address=127.0.0.1',
         '--advertise-address=127.0.0.1',
         `--tls-cert-file=${f.apiserverCert}`,
@@ -223,14 +241,12 @@ export class ControlPlane {
     });
     await waitFor(
       async () => {
-        this.assertRunning(this.apiserver!);
-        return (await this.get('/readyz')) === 200 ? true : undefined;
+        this.assertRunning(proc);
+        return (await this.get('/readyz', port)) === 200 ? true : undefined;
       },
-      {
-        what: `kube-apiserver on ${this.server} (log: ${this.apiserver.logFile})`,
-        timeoutMs: this.timeout(),
-      },
+      { what: `${name} on :${port} (log: ${proc.logFile})`, timeoutMs: this.timeout() },
     );
+    return proc;
   }
 
   async stopApiserver(): Promise<void> {

@@ -1,0 +1,66 @@
+// Kubernetes Events about objects (core/v1), repeated ones folded into a count as kubectl shows them.
+import type { KubeClient } from './client.ts';
+import { log } from './log.ts';
+import type { KubeObject } from './object.ts';
+
+type Event = KubeObject & { count?: number; lastTimestamp?: string };
+
+export class EventRecorder {
+  private readonly client: KubeClient;
+  private readonly component: string;
+  /** The namespace for events about cluster-scoped objects. */
+  private readonly defaultNamespace: string;
+  private readonly recent = new Map<string, { name: string; namespace: string; count: number }>();
+
+  constructor(client: KubeClient, component: string, defaultNamespace: string) {
+    this.client = client;
+    this.component = component;
+    this.defaultNamespace = defaultNamespace;
+  }
+
+  /** Records an event; failures are logged, never thrown (events are best effort). */
+  async record(obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    const namespace = obj.metadata.namespace || this.defaultNamespace;
+    const key = `${obj.kind}/${namespace}/${obj.metadata.name}/${reason}/${message}`;
+    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    try {
+      const seen = this.recent.get(key);
+      if (seen) {
+        seen.count += 1;
+        await this.client.mergePatch(
+          { apiVersion: 'v1', kind: 'Event', namespace: seen.namespace, name: seen.name },
+          { count: seen.count, lastTimestamp: now },
+        );
+        return;
+      }
+      const created = await this.client.create<Event>({
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { generateName: `${obj.metadata.name}.`, namespace },
+        involvedObject: {
+          apiVersion: obj.apiVersion,
+          kind: obj.kind,
+          name: obj.metadata.name,
+          namespace: obj.metadata.namespace,
+          uid: obj.metadata.uid,
+          resourceVersion: obj.metadata.resourceVersion,
+        },
+        reason,
+        message,
+        type,
+        source: { component: this.component },
+        reportingComponent: this.component,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      } as Event);
+      if (this.recent.size > 1000) this.recent.clear();
+      this.recent.set(key, { name: created.metadata.name!, namespace, count: 1 });
+    } catch (err) {
+      log.warn(
+        { err: String(err), reason, object: `${obj.kind}/${obj.metadata.name}` },
+        'could not record an event',
+      );
+    }
+  }
+}

@@ -1,0 +1,130 @@
+// A de-duplicating work queue with the semantics of client-go's: a key waits at most once in the
+// queue, never runs concurrently with itself (an add while it runs queues it again for after), and
+// failures back off per key (exponential) under an overall token-bucket rate limit.
+
+export interface RateLimits {
+  /** First per-key retry delay; doubles per consecutive failure. */
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** Overall retry rate (tokens per second) and burst. */
+  qps: number;
+  burst: number;
+}
+
+export const defaultRateLimits: RateLimits = { baseDelayMs: 5, maxDelayMs: 1_000_000, qps: 10, burst: 100 };
+
+export class WorkQueue {
+  private readonly queue: string[] = [];
+  private readonly dirty = new Set<string>();
+  private readonly processing = new Set<string>();
+  private readonly failures = new Map<string, number>();
+  private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly waiters: ((key: string | undefined) => void)[] = [];
+  private readonly limits: RateLimits;
+  private tokens: number;
+  private tokensAt = Date.now();
+  private shuttingDown = false;
+
+  constructor(limits: Partial<RateLimits> = {}) {
+    this.limits = { ...defaultRateLimits, ...limits };
+    this.tokens = this.limits.burst;
+  }
+
+  /** Queues a key unless it is already waiting; a key being processed is re-queued once it is done. */
+  add(key: string): void {
+    if (this.shuttingDown || this.dirty.has(key)) return;
+    this.dirty.add(key);
+    if (this.processing.has(key)) return;
+    const waiter = this.waiters.shift();
+    if (waiter) {
+      this.dirty.delete(key);
+      this.processing.add(key);
+      waiter(key);
+    } else {
+      this.queue.push(key);
+    }
+  }
+
+  /** Queues a key after a delay; an earlier pending delay for the same key wins. */
+  addAfter(key: string, delayMs: number): void {
+    if (this.shuttingDown) return;
+    if (delayMs <= 0) {
+      this.add(key);
+      return;
+    }
+    const at = Date.now() + delayMs;
+    const pending = this.timers.get(key);
+    if (pending && pending.at <= at) return;
+    if (pending) clearTimeout(pending.timer);
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, delayMs);
+    timer.unref();
+    this.timers.set(key, { at, timer });
+  }
+
+  /** Queues a key after its backoff: the larger of the per-key exponential delay and the bucket's. */
+  addRateLimited(key: string): void {
+    const n = this.failures.get(key) ?? 0;
+    this.failures.set(key, n + 1);
+    const perKey = Math.min(this.limits.baseDelayMs * 2 ** n, this.limits.maxDelayMs);
+    this.addAfter(key, Math.max(perKey, this.bucketDelay()));
+  }
+
+  /** Consecutive failures recorded for a key. */
+  retries(key: string): number {
+    return this.failures.get(key) ?? 0;
+  }
+
+  /** Clears a key's failure history (after a success). */
+  forget(key: string): void {
+    this.failures.delete(key);
+  }
+
+  private bucketDelay(): number {
+    const now = Date.now();
+    this.tokens = Math.min(this.limits.burst, this.tokens + ((now - this.tokensAt) / 1000) * this.limits.qps);
+    this.tokensAt = now;
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens / this.limits.qps) * 1000);
+  }
+
+  /** The next key to process, or undefined once the queue shuts down. */
+  get(): Promise<string | undefined> {
+    if (this.shuttingDown) return Promise.resolve(undefined);
+    const key = this.queue.shift();
+    if (key !== undefined) {
+      this.dirty.delete(key);
+      this.processing.add(key);
+      return Promise.resolve(key);
+    }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Marks a key processed; if it was added meanwhile it goes back in the queue. */
+  done(key: string): void {
+    this.processing.delete(key);
+    if (this.dirty.has(key)) {
+      this.dirty.delete(key);
+      this.add(key);
+    }
+  }
+
+  /** Keys waiting (not counting those being processed or delayed). */
+  get depth(): number {
+    return this.queue.length;
+  }
+
+  get inFlight(): number {
+    return this.processing.size;
+  }
+
+  /** Stops handing out keys; workers blocked in get() receive undefined. */
+  shutDown(): void {
+    this.shuttingDown = true;
+    for (const { timer } of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    for (const w of this.waiters.splice(0)) w(undefined);
+  }
+}

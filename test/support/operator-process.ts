@@ -1,0 +1,23 @@
+// Runs `kvpool operator` as a real child process against the shared control plane.
+import { join } from 'node:path';
+import { type ManagedProcess, startProcess } from '../../src/local/processes.ts';
+import { projectRoot } from '../../src/local/toolchain.ts';
+import { testKubeconfig } from './cluster.ts';
+
+export function startOperator(identity: string, args: string[], logDir: string): ManagedProcess {
+  return startProcess(`operator-${identity}`, process.execPath, {
+    logDir,
+    args: [
+      join(projectRoot, 'src', 'cli', 'kvpool.ts'),
+      'operator',
+      '--kubeconfig',
+      testKubeconfig(),
+      '--identity',
+      identity,
+      '--health-port',
+      '0',
+      ...args,
+    ],
+    env: { ...process.env, KVPOOL_LOG_LEVEL: 'info' },
+  });
+}
