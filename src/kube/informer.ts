@@ -260,6 +260,8 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   private upsert(key: string, obj: T): void {
+    // Field-manager bookkeeping is large and never read by controllers: keep it out of the cache.
+    delete obj.metadata.managedFields;
     const old = this.cache.get(key);
     if (old && old.metadata.resourceVersion === obj.metadata.resourceVersion) return;
     if (old) this.unindex(key, old);

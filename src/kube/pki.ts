@@ -33,13 +33,16 @@ export interface LeafRequest {
   validDays?: number;
 }
 
+/** PEM text always ends in a newline, so bundles can be concatenated. */
+const pem = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
+
 async function generateKeys(): Promise<CryptoKeyPair> {
   return (await webcrypto.subtle.generateKey(keyAlgorithm, true, ['sign', 'verify'])) as CryptoKeyPair;
 }
 
 async function privateKeyPem(key: CryptoKey): Promise<string> {
   const der = await webcrypto.subtle.exportKey('pkcs8', key);
-  return x509.PemConverter.encode(der, 'PRIVATE KEY');
+  return pem(x509.PemConverter.encode(der, 'PRIVATE KEY'));
 }
 
 async function importPrivateKey(pem: string): Promise<CryptoKey> {
@@ -75,7 +78,7 @@ export async function createCertificateAuthority(
     ],
   });
   return loadCertificateAuthority({
-    certPem: cert.toString('pem'),
+    certPem: pem(cert.toString('pem')),
     keyPem: await privateKeyPem(keys.privateKey),
   });
 }
@@ -117,7 +120,7 @@ export function loadCertificateAuthority(pair: KeyPairPem): CertificateAuthority
         ...validity(request.validDays ?? 365),
         extensions,
       });
-      return { certPem: cert.toString('pem'), keyPem: await privateKeyPem(keys.privateKey) };
+      return { certPem: pem(cert.toString('pem')), keyPem: await privateKeyPem(keys.privateKey) };
     },
   };
 }
@@ -127,7 +130,7 @@ export async function createSigningKeyPair(): Promise<{ publicKeyPem: string; pr
   const keys = await generateKeys();
   const spki = await webcrypto.subtle.exportKey('spki', keys.publicKey);
   return {
-    publicKeyPem: x509.PemConverter.encode(spki, 'PUBLIC KEY'),
+    publicKeyPem: pem(x509.PemConverter.encode(spki, 'PUBLIC KEY')),
     privateKeyPem: await privateKeyPem(keys.privateKey),
   };
 }

@@ -3,8 +3,9 @@
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { log } from './log.ts';
+import type { KubeObject } from './object.ts';
 
-export interface AdmissionRequest<T = Record<string, unknown>> {
+export interface AdmissionRequest<T = KubeObject> {
   uid: string;
   kind: { group: string; version: string; kind: string };
   resource: { group: string; version: string; resource: string };
