@@ -2,6 +2,7 @@
 // SIGTERM drains in-flight reconciles and releases the Lease.
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
+import { buildContext, registerControllers } from '../controllers/index.ts';
 import { KubeClient } from '../kube/client.ts';
 import { log } from '../kube/log.ts';
 import { Manager } from '../kube/manager.ts';
@@ -19,6 +20,8 @@ export async function runOperator(argv: string[]): Promise<number> {
       'renew-deadline-ms': { type: 'string', default: '10000' },
       'retry-period-ms': { type: 'string', default: '2000' },
       'health-port': { type: 'string', default: '8081' },
+      'store-poll-ms': { type: 'string', default: '1000' },
+      'observe-interval-ms': { type: 'string', default: '15000' },
     },
   });
   const client = values.kubeconfig
@@ -40,6 +43,13 @@ export async function runOperator(argv: string[]): Promise<number> {
         }
       : {}),
   });
+  const operatorOptions = {
+    namespace: values.namespace,
+    storePollMs: Number(values['store-poll-ms']),
+    observeIntervalMs: Number(values['observe-interval-ms']),
+  };
+  const ctx = buildContext(client, operatorOptions);
+  registerControllers(manager, ctx, operatorOptions);
   const stopped = new Promise<void>((resolve) => {
     for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => resolve());
   });
@@ -48,6 +58,7 @@ export async function runOperator(argv: string[]): Promise<number> {
   await stopped;
   log.info('shutting down');
   await manager.shutdown();
+  ctx.store.stop();
   await client.close();
   return 0;
 }

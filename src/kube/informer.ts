@@ -83,6 +83,14 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.handlers.push(handler);
   }
 
+  /** Adds an index; objects already cached are indexed at once. */
+  addIndexer(name: string, fn: Indexer<T>): void {
+    if (this.indexes.has(name)) return;
+    this.options.indexers = { ...this.options.indexers, [name]: fn };
+    this.indexes.set(name, new Map());
+    for (const [key, obj] of this.cache) this.indexOne(name, fn, key, obj);
+  }
+
   start(): void {
     if (this.running) return;
     this.running = this.run();
@@ -278,13 +286,15 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   private index(key: string, obj: T): void {
-    for (const [name, fn] of Object.entries(this.options.indexers ?? {})) {
-      const index = this.indexes.get(name)!;
-      for (const value of fn(obj)) {
-        const keys = index.get(value) ?? new Set<string>();
-        keys.add(key);
-        index.set(value, keys);
-      }
+    for (const [name, fn] of Object.entries(this.options.indexers ?? {})) this.indexOne(name, fn, key, obj);
+  }
+
+  private indexOne(name: string, fn: Indexer<T>, key: string, obj: T): void {
+    const index = this.indexes.get(name)!;
+    for (const value of fn(obj)) {
+      const keys = index.get(value) ?? new Set<string>();
+      keys.add(key);
+      index.set(value, keys);
     }
   }
 

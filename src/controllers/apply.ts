@@ -1,0 +1,70 @@
+// Writes a controller makes, each skipped when it would change nothing, so an idle pass writes nothing.
+
+import { canonicalJson, sha256Hex } from '../kube/canonical-json.ts';
+import { type KubeClient, refOf } from '../kube/client.ts';
+import type { KubeObject } from '../kube/object.ts';
+import { fieldManagers, finalizer } from './context.ts';
+
+export const desiredHashAnnotation = 'kvpool.gpustack.ai/desired-hash';
+
+/**
+ * Server-side applies a child unless the live object already carries the hash of exactly this intent.
+ * Drift in fields this operator owns is repaired whenever the intent changes, and on operator start
+ * (the first pass applies everything it renders).
+ */
+export async function applyChild(
+  client: KubeClient,
+  desired: KubeObject,
+  live: KubeObject | undefined,
+  appliedOnce: Set<string>,
+): Promise<boolean> {
+  const hash = sha256Hex(desired);
+  const key = `${desired.kind}/${desired.metadata.namespace}/${desired.metadata.name}`;
+  if (live?.metadata.annotations?.[desiredHashAnnotation] === hash && appliedOnce.has(key)) return false;
+  const annotated = {
+    ...desired,
+    metadata: {
+      ...desired.metadata,
+      annotations: { ...desired.metadata.annotations, [desiredHashAnnotation]: hash },
+    },
+  };
+  await client.apply(annotated, { fieldManager: fieldManagers.controller });
+  appliedOnce.add(key);
+  return true;
+}
+
+export async function ensureFinalizer(client: KubeClient, obj: KubeObject): Promise<void> {
+  if (obj.metadata.finalizers?.includes(finalizer)) return;
+  await client.jsonPatch(refOf(obj), [
+    { op: 'test', path: '/metadata/resourceVersion', value: obj.metadata.resourceVersion },
+    obj.metadata.finalizers
+      ? { op: 'add', path: '/metadata/finalizers/-', value: finalizer }
+      : { op: 'add', path: '/metadata/finalizers', value: [finalizer] },
+  ]);
+}
+
+export async function removeFinalizer(client: KubeClient, obj: KubeObject): Promise<void> {
+  const i = obj.metadata.finalizers?.indexOf(finalizer) ?? -1;
+  if (i < 0) return;
+  await client.jsonPatch(refOf(obj), [
+    { op: 'test', path: `/metadata/finalizers/${i}`, value: finalizer },
+    { op: 'remove', path: `/metadata/finalizers/${i}` },
+  ]);
+}
+
+/** Applies the status this controller owns (all of it) unless it already reads exactly so. */
+export async function applyStatus(
+  client: KubeClient,
+  obj: KubeObject & { status?: Record<string, unknown> },
+  status: Record<string, unknown>,
+): Promise<boolean> {
+  const clean = JSON.parse(JSON.stringify(status)) as Record<string, unknown>;
+  if (canonicalJson(obj.status ?? {}) === canonicalJson(clean)) return false;
+  const { apiVersion, kind } = obj;
+  const metadata = { name: obj.metadata.name, namespace: obj.metadata.namespace };
+  await client.apply({ apiVersion, kind, metadata, status: clean } as KubeObject, {
+    fieldManager: fieldManagers.status,
+    subresource: 'status',
+  });
+  return true;
+}

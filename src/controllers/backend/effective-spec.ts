@@ -1,0 +1,72 @@
+// The values a managed backend's spec resolves to once defaults and fallbacks apply.
+import type { KVCacheBackendSpec, MemberGroup, TransportProtocol } from '../../api/kvcache-backend.ts';
+import type { KVCacheBackend } from '../../api/types.ts';
+
+export type ManagedConnection = NonNullable<KVCacheBackendSpec['connection']['managed']>;
+export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
+
+export interface ResolvedImages {
+  leader: string;
+  members: string[];
+  pullPolicy: PullPolicy;
+}
+
+/** The managed branch; rendering an external backend is a caller bug, so it throws. */
+export function managedConnection(backend: KVCacheBackend): ManagedConnection {
+  const managed = backend.spec.connection.managed;
+  if (!managed) {
+    throw new Error(
+      `KVCacheBackend ${backend.metadata.name} has no spec.connection.managed; external backends have no children`,
+    );
+  }
+  return managed;
+}
+
+/** Whether the store runs a Kubernetes Lease election (the default, even at one replica). */
+export function electionOn(backend: KVCacheBackend): boolean {
+  return (managedConnection(backend).leader.electionBackend ?? 'Kubernetes') === 'Kubernetes';
+}
+
+/** The group's one local disk, if it declares a tier. */
+export function groupDisk(group: MemberGroup): NonNullable<MemberGroup['localDisks']>[number] | undefined {
+  return group.localDisks?.[0];
+}
+
+/** Whether any group declares a disk tier (the leader then offloads on evict). */
+export function anyDiskTier(backend: KVCacheBackend): boolean {
+  return managedConnection(backend).members.some((g) => groupDisk(g) !== undefined);
+}
+
+/** The group's protocol: its own override, else the backend's, else Auto. */
+export function effectiveProtocol(backend: KVCacheBackend, group: MemberGroup): TransportProtocol {
+  return group.transport?.protocol ?? backend.spec.transport?.protocol ?? 'Auto';
+}
+
+function nonBlank(value: string | undefined): string | undefined {
+  return value?.trim() ? value : undefined;
+}
+
+/** Whether an image reference names a moving target: tag `latest` or no tag, and no digest. */
+export function isFloatingImage(image: string): boolean {
+  if (image.includes('@')) return false;
+  const lastSegment = image.slice(image.lastIndexOf('/') + 1);
+  const colon = lastSegment.lastIndexOf(':');
+  return colon < 0 || lastSegment.slice(colon + 1) === 'latest';
+}
+
+/**
+ * Images for the leader and each member group (`members[i].image` > `spec.image` > default) and the one
+ * pull policy all of them use. `defaultImage` is the `kv-cache-backend-image` Setting.
+ */
+export function resolveImages(backend: KVCacheBackend, defaultImage: string): ResolvedImages {
+  const backendImage = nonBlank(backend.spec.image) ?? nonBlank(defaultImage);
+  if (!backendImage) {
+    throw new Error(
+      `KVCacheBackend ${backend.metadata.name} has no image: set spec.image, or the Setting kv-cache-backend-image`,
+    );
+  }
+  const members = managedConnection(backend).members.map((g) => nonBlank(g.image) ?? backendImage);
+  const pullPolicy =
+    backend.spec.imagePullPolicy ?? (isFloatingImage(backendImage) ? 'Always' : 'IfNotPresent');
+  return { leader: backendImage, members, pullPolicy };
+}

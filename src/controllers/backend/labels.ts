@@ -1,0 +1,81 @@
+// Labels, selectors and the metadata every child of a managed KVCacheBackend carries.
+import type { KVCacheBackend } from '../../api/types.ts';
+import type { ObjectMeta, OwnerReference } from '../../kube/object.ts';
+
+export const nameLabel = 'app.kubernetes.io/name';
+export const instanceLabel = 'app.kubernetes.io/instance';
+export const componentLabel = 'app.kubernetes.io/component';
+export const partOfLabel = 'app.kubernetes.io/part-of';
+
+export const leaderComponent = 'leader';
+/** Names the per-backend member RBAC; never a Pod selector, so it cannot collide with `member-<i>`. */
+export const memberRbacComponent = 'member';
+
+/** The component label of member group `index`. */
+export function memberComponent(index: number): string {
+  return `member-${index}`;
+}
+
+/** Selector labels: name, instance and component only (part-of may change without orphaning Pods). */
+export function backendSelector(backend: string, component: string): Record<string, string> {
+  return {
+    [nameLabel]: 'kv-cache-backend',
+    [instanceLabel]: backend,
+    [componentLabel]: component,
+  };
+}
+
+/** Labels on objects and Pods: the selector plus part-of. */
+export function backendLabels(backend: string, component: string): Record<string, string> {
+  return { ...backendSelector(backend, component), [partOfLabel]: 'kvpool' };
+}
+
+/** The owner reference every child carries: the backend controls it, deletion is not blocked on it. */
+export function backendOwnerReference(backend: KVCacheBackend): OwnerReference {
+  return {
+    apiVersion: 'worker.gpustack.ai/v1',
+    kind: 'KVCacheBackend',
+    name: backendName(backend),
+    uid: backend.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: false,
+  };
+}
+
+/** Metadata of a child object named `name` in `namespace`, labelled for `component`. */
+export function childMetadata(
+  backend: KVCacheBackend,
+  namespace: string,
+  name: string,
+  component: string,
+): ObjectMeta {
+  return {
+    name,
+    namespace,
+    labels: backendLabels(backendName(backend), component),
+    ownerReferences: [backendOwnerReference(backend)],
+  };
+}
+
+/** The backend's name; a backend read from the apiserver always has one. */
+export function backendName(backend: KVCacheBackend): string {
+  const name = backend.metadata.name;
+  if (!name)
+    throw new Error('KVCacheBackend has no metadata.name; render only objects read from the apiserver');
+  return name;
+}
+
+/** The name of the leader Deployment, Service, Lease and leader RBAC objects. */
+export function leaderName(backend: KVCacheBackend): string {
+  return `${backendName(backend)}-leader`;
+}
+
+/** The name of member group `index`'s DaemonSet. */
+export function memberDaemonSetName(backend: KVCacheBackend, index: number): string {
+  return `${backendName(backend)}-member-${index}`;
+}
+
+/** The name of the per-backend member ServiceAccount, Role and RoleBinding. */
+export function memberAccountName(backend: KVCacheBackend): string {
+  return `${backendName(backend)}-member`;
+}

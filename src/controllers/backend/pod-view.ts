@@ -1,0 +1,80 @@
+// What the backend's status needs to know about one leader or member Pod, read from the Pod object.
+import type { KubeObject } from '../../kube/object.ts';
+
+interface ContainerStatus {
+  name: string;
+  ready?: boolean;
+  restartCount?: number;
+  state?: { waiting?: { reason?: string; message?: string } };
+  lastState?: { terminated?: { exitCode?: number; message?: string; reason?: string } };
+}
+
+export type Pod = KubeObject & {
+  spec?: { nodeName?: string; hostNetwork?: boolean };
+  status?: {
+    phase?: string;
+    podIP?: string;
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+    containerStatuses?: ContainerStatus[];
+    initContainerStatuses?: ContainerStatus[];
+  };
+};
+
+export interface PodView {
+  name: string;
+  ready: boolean;
+  podIP?: string;
+  nodeName?: string;
+  deleting: boolean;
+  /** A fault the Pod cannot get out of by waiting (unschedulable, crash looping, image pull…). */
+  fault?: { reason: string; message: string };
+}
+
+/** Waiting reasons that are progress, not faults. */
+const progress = new Set(['ContainerCreating', 'PodInitializing']);
+
+function crashFault(s: ContainerStatus, reason: string): { reason: string; message: string } {
+  const t = s.lastState?.terminated;
+  const detail = t
+    ? `, last exit code ${t.exitCode ?? '?'}${t.message ? `: ${t.message.slice(0, 2048)}` : ''}`
+    : '';
+  return { reason, message: `container ${s.name} restarted ${s.restartCount ?? 0} times${detail}` };
+}
+
+/** `role` prefixes the crash-loop reasons: LeaderCrashLooping, MemberCrashLooping, MemberInitCrashLooping. */
+export function viewPod(pod: Pod, role: 'Leader' | 'Member'): PodView {
+  const status = pod.status ?? {};
+  const ready = status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+  const view: PodView = {
+    name: pod.metadata.name!,
+    ready,
+    podIP: status.podIP,
+    nodeName: pod.spec?.nodeName,
+    deleting: Boolean(pod.metadata.deletionTimestamp),
+  };
+  if (ready) return view;
+  const scheduled = status.conditions?.find((c) => c.type === 'PodScheduled');
+  if (scheduled?.status === 'False' && scheduled.reason === 'Unschedulable') {
+    view.fault = {
+      reason: role === 'Leader' ? 'LeaderUnschedulable' : 'Unschedulable',
+      message: scheduled.message ?? 'no node fits the Pod',
+    };
+    return view;
+  }
+  for (const s of status.initContainerStatuses ?? []) {
+    if (s.state?.waiting?.reason === 'CrashLoopBackOff') {
+      view.fault = crashFault(s, `${role}InitCrashLooping`);
+      return view;
+    }
+  }
+  for (const s of status.containerStatuses ?? []) {
+    const waiting = s.state?.waiting;
+    if (!waiting?.reason || progress.has(waiting.reason)) continue;
+    view.fault =
+      waiting.reason === 'CrashLoopBackOff'
+        ? crashFault(s, `${role}CrashLooping`)
+        : { reason: waiting.reason, message: waiting.message ?? waiting.reason };
+    return view;
+  }
+  return view;
+}

@@ -1,0 +1,63 @@
+// Kubernetes quantities as whole bytes. BigInt keeps values up to 2^63-1 exact (a number stops at 2^53).
+
+const quantityGrammar = /^([+-])?(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$/;
+
+const binaryPowers: Record<string, number> = { Ki: 1, Mi: 2, Gi: 3, Ti: 4, Pi: 5, Ei: 6 };
+const decimalExponents: Record<string, number> = {
+  n: -9,
+  u: -6,
+  m: -3,
+  k: 3,
+  M: 6,
+  G: 9,
+  T: 12,
+  P: 15,
+  E: 18,
+};
+
+/** The scale a suffix applies, as a fraction numerator/denominator. */
+function suffixScale(suffix: string): { num: bigint; den: bigint } {
+  if (suffix === '') return { num: 1n, den: 1n };
+  const power = binaryPowers[suffix];
+  if (power !== undefined) return { num: 1n << BigInt(10 * power), den: 1n };
+  const exponent = decimalExponents[suffix] ?? Number(suffix.slice(1));
+  return exponent >= 0
+    ? { num: 10n ** BigInt(exponent), den: 1n }
+    : { num: 1n, den: 10n ** BigInt(-exponent) };
+}
+
+/** Bytes in a quantity (`8Gi`, `64Mi`, `134217728`, `1G`, `1e9`); fractions round up, as the apiserver's Value() does. */
+export function parseQuantityBytes(q: string | number): bigint {
+  if (typeof q === 'number') {
+    if (Number.isSafeInteger(q)) return BigInt(q);
+    if (!Number.isFinite(q)) throw new Error(`quantity ${q} is not a finite number of bytes`);
+    return parseQuantityBytes(String(q));
+  }
+  const match = quantityGrammar.exec(q.trim());
+  if (!match) throw new Error(`"${q}" is not a Kubernetes quantity; write it like 8Gi, 64Mi or 134217728`);
+  const [, sign = '', mantissa = '', suffix = ''] = match;
+  const [whole = '', fraction = ''] = mantissa.split('.');
+  const scale = suffixScale(suffix);
+  const num = BigInt(`${whole || '0'}${fraction}`) * scale.num;
+  const den = 10n ** BigInt(fraction.length) * scale.den;
+  // Rounding up a negative value moves it towards zero.
+  return sign === '-' ? -(num / den) : (num + den - 1n) / den;
+}
+
+const binarySuffixes: Array<[string, bigint]> = [
+  ['Ei', 1n << 60n],
+  ['Pi', 1n << 50n],
+  ['Ti', 1n << 40n],
+  ['Gi', 1n << 30n],
+  ['Mi', 1n << 20n],
+  ['Ki', 1n << 10n],
+];
+
+/** The BinarySI form of a byte count: the largest power-of-1024 suffix that divides it, else plain bytes. */
+export function formatBinarySI(bytes: bigint): string {
+  if (bytes === 0n) return '0';
+  for (const [suffix, unit] of binarySuffixes) {
+    if (bytes % unit === 0n) return `${bytes / unit}${suffix}`;
+  }
+  return bytes.toString();
+}

@@ -1,0 +1,180 @@
+// The KVCacheBackend controller: render and apply the managed store, observe what the store reports,
+// and write conditions, phase, capacity and members. A pass that changes nothing writes nothing.
+import type { UsedByEntry } from '../../api/schema.ts';
+import type { KVCacheBackend } from '../../api/types.ts';
+import { Controller, type ReconcileResult } from '../../kube/controller.ts';
+import { applyStatus, ensureFinalizer } from '../apply.ts';
+import { mergeConditions } from '../conditions.ts';
+import type { OperatorContext } from '../context.ts';
+import { syncChildren } from './children.ts';
+import { leaderName } from './labels.ts';
+import { leaderAdminPort, leaderRpcPort } from './render-leader.ts';
+import { type BackendStatusDecision, decideBackendStatus } from './status.ts';
+import { teardownBackend, teardownPollMs } from './teardown.ts';
+import { buildBackendView, externalAdminAddress, leaseHolder, managedAdminAddress } from './view.ts';
+import { type BackendInformers, backendInformers, wireBackendWatches } from './watches.ts';
+
+export interface BackendControllerOptions {
+  /** Safety-net re-observation; store changes arrive sooner through the store watcher. */
+  observeIntervalMs?: number;
+}
+
+export class BackendReconciler {
+  readonly controller: Controller;
+  private readonly ctx: OperatorContext;
+  private readonly informers: BackendInformers;
+  private readonly observeIntervalMs: number;
+  private readonly appliedOnce = new Set<string>();
+  private readonly holders = new Map<string, string>();
+  private readonly warned = new Set<string>();
+
+  constructor(ctx: OperatorContext, options: BackendControllerOptions = {}) {
+    this.ctx = ctx;
+    this.observeIntervalMs = options.observeIntervalMs ?? 15_000;
+    this.informers = backendInformers(ctx);
+    this.controller = new Controller({
+      name: 'kvcachebackend',
+      concurrency: 2,
+      reconcile: (key) => this.reconcile(key),
+    });
+    wireBackendWatches(this.controller, this.informers, ctx);
+  }
+
+  private subscriberId(name: string): string {
+    return `backend/${name}`;
+  }
+
+  /** Keeps this backend subscribed to exactly one admin address (or none). */
+  private async observe(name: string, address: string | undefined) {
+    const id = this.subscriberId(name);
+    for (const a of this.ctx.store.subscriptions(id)) if (a !== address) this.ctx.store.unwatch(a, id);
+    if (!address) return undefined;
+    const fresh = !this.ctx.store.subscriptions(id).includes(address);
+    this.ctx.store.watch(address, id, () => this.controller.enqueue(name));
+    return fresh
+      ? this.ctx.store.refresh(address)
+      : (this.ctx.store.latest(address) ?? this.ctx.store.refresh(address));
+  }
+
+  async reconcile(name: string): Promise<ReconcileResult | undefined> {
+    const backend = this.informers.backends.get(name);
+    if (!backend) {
+      await this.observe(name, undefined);
+      this.holders.delete(name);
+      return undefined;
+    }
+    if (backend.metadata.deletionTimestamp) return this.reconcileDeletion(backend);
+    await ensureFinalizer(this.ctx.client, backend);
+
+    const managed = Boolean(backend.spec.connection.managed);
+    let renderProblem: string | undefined;
+    let replicasPending = false;
+    if (managed) {
+      const defaultImage = this.ctx.settings.get('kv-cache-backend-image').trim();
+      if (!backend.spec.image && !defaultImage) {
+        renderProblem =
+          'no image to run: spec.image is empty and the kv-cache-backend-image Setting is blank; set one of them (running workloads are left as they are)';
+      } else {
+        const out = await syncChildren(
+          backend,
+          this.ctx,
+          this.informers,
+          { namespace: this.ctx.namespace, defaultImage },
+          this.appliedOnce,
+        );
+        replicasPending = out.replicasPending;
+      }
+    }
+    const holder = managed ? leaseHolder(this.informers, backend, this.ctx.namespace) : undefined;
+    const adminAddress = managed
+      ? managedAdminAddress(this.informers, backend, holder)
+      : externalAdminAddress(backend);
+    const store = await this.observe(name, adminAddress);
+    const view = buildBackendView(backend, this.ctx, this.informers, {
+      adminAddress,
+      store,
+      renderProblem,
+      replicasPending,
+    });
+    await this.writeStatus(backend, decideBackendStatus(view), view.usedBy);
+    if (managed) await this.noteHandover(backend, holder);
+    return { requeueAfterMs: this.observeIntervalMs };
+  }
+
+  private endpoints(backend: KVCacheBackend) {
+    if (backend.spec.connection.external) {
+      return [...backend.spec.connection.external.endpoints].sort((a, b) => a.name.localeCompare(b.name));
+    }
+    const ns = this.ctx.namespace;
+    const leader = leaderName(backend);
+    if (!this.informers.deployments.get(leader, ns) || !this.informers.services.get(leader, ns))
+      return undefined;
+    return [
+      { name: 'Admin' as const, address: `${leader}.${ns}.svc:${leaderAdminPort}` },
+      { name: 'Client' as const, address: `${leader}.${ns}.svc:${leaderRpcPort}` },
+    ];
+  }
+
+  private async writeStatus(
+    backend: KVCacheBackend,
+    d: BackendStatusDecision,
+    usedBy: UsedByEntry[],
+  ): Promise<void> {
+    const endpoints = this.endpoints(backend);
+    await applyStatus(this.ctx.client, backend as never, {
+      phase: d.phase,
+      phaseMessage: d.phaseMessage,
+      conditions: mergeConditions(
+        backend.status?.conditions,
+        d.conditions,
+        backend.metadata.generation,
+        new Date(),
+      ),
+      ...(endpoints ? { endpoints } : {}),
+      ...(d.capacity ? { capacity: d.capacity } : {}),
+      ...(d.members ? { members: d.members } : {}),
+      ...(usedBy.length ? { usedBy } : {}),
+    });
+  }
+
+  /** A Normal event when the Lease holder changes between passes (the first sighting is not one). */
+  private async noteHandover(backend: KVCacheBackend, holder: string | undefined): Promise<void> {
+    const name = backend.metadata.name!;
+    const previous = this.holders.get(name);
+    if (!holder) return;
+    this.holders.set(name, holder);
+    if (previous === undefined || previous === holder) return;
+    const lease = this.informers.leases.get(leaderName(backend), this.ctx.namespace);
+    await this.ctx.events.record(
+      backend,
+      'Normal',
+      'KVCacheLeaderHandover',
+      `the leader moved from ${previous} to ${holder} (Lease transitions: ${lease?.spec?.leaseTransitions ?? '?'}); keys held in memory before are gone (cold cache)`,
+    );
+  }
+
+  private async reconcileDeletion(backend: KVCacheBackend): Promise<ReconcileResult | undefined> {
+    const view = buildBackendView(backend, this.ctx, this.informers, {});
+    if (view.usedBy.length === 0) {
+      const outcome = await teardownBackend(backend, this.ctx, this.informers, this.warned);
+      if (outcome.done) {
+        await this.observe(backend.metadata.name!, undefined);
+        return undefined;
+      }
+      await this.writeStatus(
+        backend,
+        { ...decideBackendStatus(view), phaseMessage: outcome.message },
+        view.usedBy,
+      );
+      return { requeueAfterMs: teardownPollMs };
+    }
+    // Held: the workloads keep running and are still observed; pool events wake this pass on release.
+    const adminAddress = backend.spec.connection.managed
+      ? managedAdminAddress(this.informers, backend)
+      : externalAdminAddress(backend);
+    const store = await this.observe(backend.metadata.name!, adminAddress);
+    const held = buildBackendView(backend, this.ctx, this.informers, { adminAddress, store });
+    await this.writeStatus(backend, decideBackendStatus(held), held.usedBy);
+    return { requeueAfterMs: this.observeIntervalMs };
+  }
+}

@@ -1,0 +1,230 @@
+// The leader's children: Deployment, Service and (with an election) its ServiceAccounts and Roles.
+import type { KVCacheBackend } from '../../api/types.ts';
+import type { KubeObject } from '../../kube/object.ts';
+import {
+  anyDiskTier,
+  electionOn,
+  type ManagedConnection,
+  managedConnection,
+  resolveImages,
+} from './effective-spec.ts';
+import {
+  backendLabels,
+  backendName,
+  backendSelector,
+  childMetadata,
+  leaderComponent,
+  leaderName,
+  memberAccountName,
+  memberRbacComponent,
+} from './labels.ts';
+import type { BackendRenderContext } from './render.ts';
+
+export const leaderRpcPort = 50051;
+export const leaderAdminPort = 9003;
+export const leaderProbePort = 9004;
+const policyDir = '/var/lib/mooncake';
+const policyFile = `${policyDir}/tenant-quota-policy.yaml`;
+const policySeedDir = '/etc/mooncake/tenant-quota-policy';
+const policySeedFile = `${policySeedDir}/tenant-quota-policy.yaml`;
+// A disabled progress deadline: standbys stay unready by design, so a rollout never "completes" by count.
+const maxInt32 = 2147483647;
+
+type Leader = ManagedConnection['leader'];
+
+/** Leader replicas: an override (the two-step HA raise), else 1 without an election, else leader.replicas. */
+export function leaderReplicas(backend: KVCacheBackend, ctx: BackendRenderContext): number {
+  if (ctx.leaderReplicasOverride !== undefined) return ctx.leaderReplicasOverride;
+  return electionOn(backend) ? (managedConnection(backend).leader.replicas ?? 1) : 1;
+}
+
+/** The flags handed through to mooncake_master, in the spec's order. */
+function masterFlags(backend: KVCacheBackend, leader: Leader): string[] {
+  return [
+    `-rpc_port=${leaderRpcPort}`,
+    `-metrics_port=${leaderAdminPort}`,
+    '-default_kv_lease_ttl=5m',
+    '-rpc_address=$(KUBERNETES_POD_IP)',
+    '-metrics_host=$(KUBERNETES_POD_IP)',
+    `-allocation_strategy=${leader.allocationStrategy === 'Random' ? 'random' : 'free_ratio_first'}`,
+    ...((leader.multiTenancy ?? true)
+      ? ['-enable_multi_tenants=true', `-tenant_quota_connector_uri=${policyFile}`]
+      : []),
+    ...(anyDiskTier(backend) ? ['-enable_offload=true', '-offload_on_evict=true'] : []),
+    ...(leader.extraArgs ?? []),
+  ];
+}
+
+/** kvpool-store's own flags (election, probe, policy seeding), then `--` and the master's. */
+function leaderArgs(backend: KVCacheBackend, ctx: BackendRenderContext): string[] {
+  const leader = managedConnection(backend).leader;
+  return [
+    'leader',
+    `--election=${electionOn(backend) ? 'Kubernetes' : 'None'}`,
+    `--lease=${ctx.namespace}/${leaderName(backend)}`,
+    `--probe-port=${leaderProbePort}`,
+    ...((leader.multiTenancy ?? true)
+      ? [`--policy-seed=${policySeedFile}`, `--policy-file=${policyFile}`]
+      : []),
+    '--',
+    ...masterFlags(backend, leader),
+  ];
+}
+
+function fieldEnv(name: string, fieldPath: string) {
+  return { name, valueFrom: { fieldRef: { fieldPath } } };
+}
+
+function leaderEnv(leader: Leader) {
+  return [
+    fieldEnv('KUBERNETES_POD_NAME', 'metadata.name'),
+    fieldEnv('KUBERNETES_POD_NAMESPACE', 'metadata.namespace'),
+    fieldEnv('KUBERNETES_POD_IP', 'status.podIP'),
+    ...(leader.extraEnv ?? []),
+  ];
+}
+
+function leaderContainer(backend: KVCacheBackend, ctx: BackendRenderContext) {
+  const leader = managedConnection(backend).leader;
+  const images = resolveImages(backend, ctx.defaultImage);
+  const tenancy = leader.multiTenancy ?? true;
+  return {
+    name: 'leader',
+    image: images.leader,
+    imagePullPolicy: images.pullPolicy,
+    command: ['kvpool-store'],
+    args: leaderArgs(backend, ctx),
+    env: leaderEnv(leader),
+    ports: [
+      { name: 'rpc', containerPort: leaderRpcPort, protocol: 'TCP' },
+      { name: 'admin', containerPort: leaderAdminPort, protocol: 'TCP' },
+      { name: 'probe', containerPort: leaderProbePort, protocol: 'TCP' },
+    ],
+    // Ready only while serving, so the Service resolves to the elected leader alone.
+    readinessProbe: {
+      httpGet: { path: '/readyz', port: 'probe' },
+      periodSeconds: 1,
+      failureThreshold: 1,
+      timeoutSeconds: 1,
+    },
+    livenessProbe: { httpGet: { path: '/healthz', port: 'probe' }, periodSeconds: 10, failureThreshold: 6 },
+    ...(tenancy
+      ? {
+          volumeMounts: [
+            // Writable: the store renames temporary files over the policy.
+            { name: 'tenant-quota-policy', mountPath: policyDir },
+            { name: 'tenant-quota-policy-seed', mountPath: policySeedDir, readOnly: true },
+          ],
+        }
+      : {}),
+    terminationMessagePolicy: 'FallbackToLogsOnError',
+  };
+}
+
+function policyVolumes(backend: KVCacheBackend) {
+  return [
+    { name: 'tenant-quota-policy', emptyDir: {} },
+    {
+      name: 'tenant-quota-policy-seed',
+      // Optional: the pool reconciler writes the ConfigMap; an absent one seeds an empty ledger.
+      configMap: { name: `${backendName(backend)}-tenant-quota-policy`, optional: true, defaultMode: 0o644 },
+    },
+  ];
+}
+
+function leaderPodSpec(backend: KVCacheBackend, ctx: BackendRenderContext) {
+  const election = electionOn(backend);
+  const pullSecrets = backend.spec.imagePullSecrets;
+  return {
+    automountServiceAccountToken: election,
+    ...(election ? { serviceAccountName: leaderName(backend) } : {}),
+    ...(pullSecrets?.length ? { imagePullSecrets: pullSecrets.map((s) => ({ name: s.name })) } : {}),
+    containers: [leaderContainer(backend, ctx)],
+    ...((managedConnection(backend).leader.multiTenancy ?? true) ? { volumes: policyVolumes(backend) } : {}),
+  };
+}
+
+/** One replica is replaced outright; standbys roll all at once so a new template never waits on them. */
+function leaderStrategy(replicas: number) {
+  if (replicas <= 1) return { strategy: { type: 'Recreate' } };
+  return {
+    strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: replicas } },
+    progressDeadlineSeconds: maxInt32,
+  };
+}
+
+/** The leader Deployment `<backend>-leader`. */
+export function renderLeaderDeployment(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject {
+  const name = backendName(backend);
+  const replicas = leaderReplicas(backend, ctx);
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: childMetadata(backend, ctx.namespace, leaderName(backend), leaderComponent),
+    spec: {
+      replicas,
+      selector: { matchLabels: backendSelector(name, leaderComponent) },
+      ...leaderStrategy(replicas),
+      template: {
+        metadata: { labels: backendLabels(name, leaderComponent) },
+        spec: leaderPodSpec(backend, ctx),
+      },
+    },
+  } as KubeObject;
+}
+
+/** The leader Service `<backend>-leader`: the address members and engines dial. */
+export function renderLeaderService(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: childMetadata(backend, ctx.namespace, leaderName(backend), leaderComponent),
+    spec: {
+      type: 'ClusterIP',
+      selector: backendSelector(backendName(backend), leaderComponent),
+      ports: [
+        { name: 'rpc', port: leaderRpcPort, targetPort: 'rpc', protocol: 'TCP' },
+        { name: 'admin', port: leaderAdminPort, targetPort: 'admin', protocol: 'TCP' },
+      ],
+    },
+  } as KubeObject;
+}
+
+type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
+
+/** A ServiceAccount, Role and RoleBinding sharing one name. */
+function accountWithRole(
+  backend: KVCacheBackend,
+  ctx: BackendRenderContext,
+  name: string,
+  component: string,
+  rules: Rule[],
+): KubeObject[] {
+  const metadata = () => childMetadata(backend, ctx.namespace, name, component);
+  return [
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: metadata() },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: metadata(), rules },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: metadata(),
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ kind: 'ServiceAccount', name, namespace: ctx.namespace }],
+    },
+  ] as KubeObject[];
+}
+
+/** The election's accounts: the leader takes the Lease and labels its Pod, members read the Lease. */
+export function renderElectionRbac(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject[] {
+  if (!electionOn(backend)) return [];
+  const leases = ['coordination.k8s.io'];
+  return [
+    ...accountWithRole(backend, ctx, leaderName(backend), leaderComponent, [
+      { apiGroups: leases, resources: ['leases'], verbs: ['create', 'get', 'update'] },
+      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] },
+    ]),
+    ...accountWithRole(backend, ctx, memberAccountName(backend), memberRbacComponent, [
+      { apiGroups: leases, resources: ['leases'], verbs: ['get'] },
+    ]),
+  ];
+}

@@ -1,0 +1,263 @@
+// One member DaemonSet per group: each Pod mounts one memory segment (and optionally a disk tier).
+import { createHash } from 'node:crypto';
+import type { MemberGroup, TransportProtocol } from '../../api/kvcache-backend.ts';
+import type { KVCacheBackend } from '../../api/types.ts';
+import type { KubeObject } from '../../kube/object.ts';
+import {
+  effectiveProtocol,
+  electionOn,
+  groupDisk,
+  managedConnection,
+  resolveImages,
+} from './effective-spec.ts';
+import {
+  backendLabels,
+  backendName,
+  backendSelector,
+  childMetadata,
+  leaderName,
+  memberAccountName,
+  memberComponent,
+  memberDaemonSetName,
+} from './labels.ts';
+import { parseQuantityBytes } from './quantity.ts';
+import type { BackendRenderContext } from './render.ts';
+import {
+  type EnvVar,
+  localDiskVolume,
+  surveyContainer,
+  tierEnv,
+  tierVolume,
+  unmountHook,
+} from './render-tier.ts';
+
+export const podSpecHashAnnotation = 'kvcache.gpustack.ai/pod-spec-hash';
+export const memberBasePort = 8080;
+// Member shutdown budget, on top of the tier's scale-in grace.
+const memberShutdownSeconds = 60;
+
+const storeProtocols: Record<TransportProtocol, string> = {
+  Auto: 'tcp',
+  TCP: 'tcp',
+  RDMA: 'rdma',
+  EFA: 'efa',
+  CANN: 'ascend',
+  ROCM: 'hip',
+  MUSA: 'musa',
+  MACA: 'maca',
+};
+
+// DRAM members must not grab an accelerator a device runtime would otherwise hand them.
+const visibleDeviceVars = [
+  'AMD_VISIBLE_DEVICES',
+  'CAMBRICON_VISIBLE_DEVICES',
+  'IX_VISIBLE_DEVICES',
+  'MTHREADS_VISIBLE_DEVICES',
+  'NVIDIA_VISIBLE_DEVICES',
+];
+
+type SecurityContext = NonNullable<MemberGroup['securityContext']>;
+
+function memberPort(index: number): number {
+  return memberBasePort + index;
+}
+
+/** The address members reach the leader by: the Lease itself, or the Service. */
+export function memberMasterAddress(backend: KVCacheBackend, namespace: string): string {
+  const viaLease = managedConnection(backend).leader.memberAddressing === 'Lease' && electionOn(backend);
+  const leader = leaderName(backend);
+  return viaLease ? `k8s://${namespace}/${leader}` : `${leader}.${namespace}.svc:50051`;
+}
+
+function memberArgs(group: MemberGroup, index: number): string[] {
+  return [
+    'member',
+    '--',
+    ...(index > 0 ? ['--port', String(memberPort(index))] : []),
+    ...(group.extraArgs ?? []).flatMap((arg) => ['-D', arg.replace(/^-+/, '')]),
+  ];
+}
+
+function memberEnv(backend: KVCacheBackend, group: MemberGroup, ctx: BackendRenderContext): EnvVar[] {
+  const buffer = parseQuantityBytes(group.localBufferSize ?? 0);
+  const disk = groupDisk(group);
+  return [
+    { name: 'MOONCAKE_TE_META_DATA_SERVER', value: 'P2PHANDSHAKE' },
+    { name: 'MOONCAKE_MASTER', value: memberMasterAddress(backend, ctx.namespace) },
+    { name: 'MOONCAKE_PROTOCOL', value: storeProtocols[effectiveProtocol(backend, group)] },
+    { name: 'MOONCAKE_LOCAL_HOSTNAME', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+    // kvpool-store reads the Lease in its own namespace when members address the leader by Lease.
+    { name: 'KUBERNETES_POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    { name: 'MC_TE_METRIC', value: '1' },
+    ...(group.medium === 'DRAM' ? visibleDeviceVars.map((name) => ({ name, value: 'void' })) : []),
+    { name: 'MOONCAKE_GLOBAL_SEGMENT_SIZE', value: String(parseQuantityBytes(group.capacityPerMember)) },
+    ...(buffer > 0n ? [{ name: 'MOONCAKE_LOCAL_BUFFER_SIZE', value: String(buffer) }] : []),
+    ...(disk ? tierEnv(disk) : []),
+    ...(group.extraEnv ?? []),
+  ];
+}
+
+/** Whether the group's transport needs the host's fabric (host network, locked memory, NIC devices). */
+function usesHostFabric(backend: KVCacheBackend, group: MemberGroup): boolean {
+  const protocol = effectiveProtocol(backend, group);
+  return protocol === 'RDMA' || protocol === 'EFA';
+}
+
+function fabricLimits(backend: KVCacheBackend, group: MemberGroup): Record<string, string> | undefined {
+  const count = group.fabricInterfaceCount ?? 1;
+  const protocol = effectiveProtocol(backend, group);
+  if (protocol === 'EFA') return { 'vpc.amazonaws.com/efa': String(count) };
+  if (protocol !== 'RDMA') return undefined;
+  return count === 1
+    ? { 'device.gpustack.ai/rdma.shared': '1' }
+    : { 'device.gpustack.ai/rdma': String(count) };
+}
+
+function memberResources(backend: KVCacheBackend, group: MemberGroup) {
+  const segment = group.medium === 'DRAM' ? parseQuantityBytes(group.capacityPerMember) : 0n;
+  const memory = parseQuantityBytes(group.localBufferSize ?? 0) + segment;
+  const limits = fabricLimits(backend, group);
+  return {
+    ...(memory > 0n ? { requests: { memory: String(memory) } } : {}),
+    ...(limits ? { limits } : {}),
+  };
+}
+
+/** Objects with keys in sorted order, recursively, so output does not depend on input key order. */
+function sortedKeys<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(sortedKeys) as T;
+  if (value === null || typeof value !== 'object') return value;
+  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return Object.fromEntries(entries.map(([k, v]) => [k, sortedKeys(v)])) as T;
+}
+
+/** The group's securityContext over the fabric's: user fields win, capabilities.add is the sorted union. */
+export function mergeSecurityContext(fabricCaps: string[], user: SecurityContext | undefined) {
+  const add = [...new Set([...fabricCaps, ...(user?.capabilities?.add ?? [])])].sort();
+  const drop = user?.capabilities?.drop;
+  const capabilities = { ...(add.length ? { add } : {}), ...(drop ? { drop } : {}) };
+  const merged: Record<string, unknown> = { ...user };
+  delete merged.capabilities;
+  if (add.length || drop) merged.capabilities = capabilities;
+  return Object.keys(merged).length ? sortedKeys(merged) : undefined;
+}
+
+function memberVolumes(group: MemberGroup) {
+  const disk = groupDisk(group);
+  return [
+    ...(disk ? [tierVolume(disk)] : []),
+    ...(group.hostPaths ?? []).map((h, i) => ({
+      name: `host-path-${i}`,
+      hostPath: { path: h.path, ...(h.type !== undefined ? { type: h.type } : {}) },
+    })),
+  ];
+}
+
+function memberVolumeMounts(group: MemberGroup) {
+  const disk = groupDisk(group);
+  return [
+    ...(disk ? [{ name: localDiskVolume, mountPath: disk.path }] : []),
+    ...(group.hostPaths ?? []).map((h, i) => ({
+      name: `host-path-${i}`,
+      mountPath: h.mountPath,
+      ...(h.readOnly !== undefined ? { readOnly: h.readOnly } : {}),
+    })),
+  ];
+}
+
+function memberContainer(backend: KVCacheBackend, index: number, ctx: BackendRenderContext) {
+  const group = managedConnection(backend).members[index]!;
+  const images = resolveImages(backend, ctx.defaultImage);
+  const fabric = usesHostFabric(backend, group);
+  const securityContext = mergeSecurityContext(
+    fabric ? ['IPC_LOCK', 'SYS_RESOURCE'] : [],
+    group.securityContext,
+  );
+  const mounts = memberVolumeMounts(group);
+  const resources = memberResources(backend, group);
+  return {
+    name: 'member',
+    image: images.members[index]!,
+    imagePullPolicy: images.pullPolicy,
+    command: ['kvpool-store'],
+    args: memberArgs(group, index),
+    env: memberEnv(backend, group, ctx),
+    ...(Object.keys(resources).length ? { resources } : {}),
+    // The REST port opens only after the segment is mounted, so Ready means mounted.
+    readinessProbe: { tcpSocket: { port: memberPort(index) }, periodSeconds: 1, failureThreshold: 3 },
+    ...(securityContext ? { securityContext } : {}),
+    ...(mounts.length ? { volumeMounts: mounts } : {}),
+    ...(groupDisk(group) ? { lifecycle: unmountHook(memberPort(index), tierGraceSeconds(backend)) } : {}),
+    terminationMessagePolicy: 'FallbackToLogsOnError',
+  };
+}
+
+function tierGraceSeconds(backend: KVCacheBackend): number {
+  return managedConnection(backend).scaleIn?.gracePeriodSeconds ?? 0;
+}
+
+function memberPodSpec(backend: KVCacheBackend, index: number, ctx: BackendRenderContext) {
+  const group = managedConnection(backend).members[index]!;
+  const election = electionOn(backend);
+  const fabric = usesHostFabric(backend, group);
+  const disk = groupDisk(group);
+  const images = resolveImages(backend, ctx.defaultImage);
+  const pullSecrets = backend.spec.imagePullSecrets;
+  const volumes = memberVolumes(group);
+  return {
+    nodeSelector: sortedKeys(group.nodeSelector),
+    automountServiceAccountToken: election,
+    ...(election ? { serviceAccountName: memberAccountName(backend) } : {}),
+    ...(pullSecrets?.length ? { imagePullSecrets: pullSecrets.map((s) => ({ name: s.name })) } : {}),
+    ...(group.runtimeClassName ? { runtimeClassName: group.runtimeClassName } : {}),
+    ...(fabric ? { hostNetwork: true } : {}),
+    dnsPolicy: fabric ? 'ClusterFirstWithHostNet' : 'ClusterFirst',
+    terminationGracePeriodSeconds: memberShutdownSeconds + (disk ? tierGraceSeconds(backend) : 0),
+    ...(disk ? { initContainers: [surveyContainer(disk, images.members[index]!, images.pullPolicy)] } : {}),
+    containers: [memberContainer(backend, index, ctx)],
+    ...(volumes.length ? { volumes } : {}),
+  };
+}
+
+/** sha256 of the template's canonical JSON without nodeSelector and this hash, so selector edits restart nothing. */
+export function podSpecHash(template: { metadata?: object; spec?: object }): string {
+  const metadata = { ...(template.metadata ?? {}) } as { annotations?: Record<string, string> };
+  if (metadata.annotations) {
+    const { [podSpecHashAnnotation]: _hash, ...rest } = metadata.annotations;
+    if (Object.keys(rest).length) metadata.annotations = rest;
+    else delete metadata.annotations;
+  }
+  const { nodeSelector: _selector, ...spec } = (template.spec ?? {}) as { nodeSelector?: unknown };
+  const canonical = JSON.stringify(sortedKeys({ ...template, metadata, spec }));
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+/** The DaemonSet `<backend>-member-<index>` for member group `index`. */
+export function renderMemberDaemonSet(
+  backend: KVCacheBackend,
+  index: number,
+  ctx: BackendRenderContext,
+): KubeObject {
+  const group = managedConnection(backend).members[index];
+  if (!group) throw new Error(`KVCacheBackend ${backendName(backend)} has no members[${index}]`);
+  const component = memberComponent(index);
+  const template = {
+    metadata: { labels: backendLabels(backendName(backend), component) },
+    spec: memberPodSpec(backend, index, ctx),
+  };
+  const hash = podSpecHash(template);
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'DaemonSet',
+    metadata: childMetadata(backend, ctx.namespace, memberDaemonSetName(backend, index), component),
+    spec: {
+      selector: { matchLabels: backendSelector(backendName(backend), component) },
+      // Pods are replaced by the operator when their pod-spec-hash moves, never by the DaemonSet itself.
+      updateStrategy: { type: 'OnDelete' },
+      template: {
+        metadata: { ...template.metadata, annotations: { [podSpecHashAnnotation]: hash } },
+        spec: template.spec,
+      },
+    },
+  } as KubeObject;
+}

@@ -1,0 +1,79 @@
+// Deleting a backend (KV-cache spec §8): held while a pool uses it; then the leader Deployment, its
+// Service and every member DaemonSet this backend owns are deleted, and the finalizer is removed only
+// once their Pods are gone (or, past termination grace + 2 minutes, abandoned with a Warning event).
+import type { KVCacheBackend } from '../../api/types.ts';
+import type { KubeObject } from '../../kube/object.ts';
+import { removeFinalizer } from '../apply.ts';
+import type { OperatorContext } from '../context.ts';
+import type { BackendInformers } from './watches.ts';
+import { byInstance } from './watches.ts';
+
+export const teardownPollMs = 2000;
+const abandonMarginMs = 120_000;
+
+export type TeardownOutcome = { done: true } | { done: false; message: string };
+
+function ownedBy(obj: KubeObject, backend: KVCacheBackend): boolean {
+  return (
+    obj.metadata.ownerReferences?.some(
+      (r) => r.kind === 'KVCacheBackend' && r.uid === backend.metadata.uid,
+    ) ?? false
+  );
+}
+
+type PodLike = KubeObject & { spec?: { nodeName?: string; terminationGracePeriodSeconds?: number } };
+
+/** A terminating Pod past its grace period plus two minutes is abandoned, not waited for. */
+function abandoned(pod: PodLike): boolean {
+  if (!pod.metadata.deletionTimestamp) return false;
+  const grace = (pod.spec?.terminationGracePeriodSeconds ?? 30) * 1000;
+  return Date.now() - Date.parse(pod.metadata.deletionTimestamp) > grace + abandonMarginMs;
+}
+
+export async function teardownBackend(
+  backend: KVCacheBackend,
+  ctx: OperatorContext,
+  informers: BackendInformers,
+  warned: Set<string>,
+): Promise<TeardownOutcome> {
+  const name = backend.metadata.name!;
+  const ns = ctx.namespace;
+  const isOurs = (o: KubeObject) =>
+    o.metadata.labels?.['app.kubernetes.io/instance'] === name && ownedBy(o, backend);
+  const workloads = [
+    ...informers.deployments.list(ns),
+    ...informers.daemonSets.byIndex(byInstance, name),
+  ].filter(isOurs);
+  const services = informers.services.list(ns).filter(isOurs);
+  for (const obj of [...workloads, ...services]) {
+    if (obj.metadata.deletionTimestamp) continue;
+    const ref = {
+      apiVersion: obj.apiVersion ?? 'apps/v1',
+      kind: obj.kind,
+      namespace: ns,
+      name: obj.metadata.name!,
+    };
+    await ctx.client.delete(ref, { propagationPolicy: 'Background' });
+  }
+  const pods = informers.pods.byIndex(byInstance, name) as PodLike[];
+  const waiting = pods.filter((p) => !abandoned(p));
+  for (const p of pods.filter(abandoned)) {
+    if (warned.has(p.metadata.uid!)) continue;
+    warned.add(p.metadata.uid!);
+    await ctx.events.record(
+      p,
+      'Warning',
+      'KVCacheWorkloadNotTerminated',
+      `Pod ${p.metadata.name} of backend ${name} did not terminate within its grace period + 2 minutes on node ${p.spec?.nodeName ?? '?'}; no longer waited for`,
+    );
+  }
+  if (workloads.length || waiting.length) {
+    const parts = [
+      ...workloads.map((w) => `${w.kind}/${w.metadata.name}`),
+      ...(waiting.length ? [`${waiting.length} Pod(s)`] : []),
+    ];
+    return { done: false, message: `waiting for ${parts.join(', ')} to terminate` };
+  }
+  await removeFinalizer(ctx.client, backend);
+  return { done: true };
+}

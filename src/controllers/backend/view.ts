@@ -1,0 +1,100 @@
+// Gathers what the backend's status is decided from: the store's latest observation and the
+// cluster objects of the backend, all from caches (no API reads).
+import type { UsedByEntry } from '../../api/schema.ts';
+import type { KVCacheBackend } from '../../api/types.ts';
+import type { StoreObservation } from '../../store/observe.ts';
+import type { OperatorContext } from '../context.ts';
+import { anyDiskTier, electionOn, managedConnection } from './effective-spec.ts';
+import { componentLabel, leaderName } from './labels.ts';
+import { viewPod } from './pod-view.ts';
+import { leaderAdminPort } from './render-leader.ts';
+import type { BackendView, MemberRow } from './status.ts';
+import { type BackendInformers, byBackend, byInstance, byService } from './watches.ts';
+
+/** Pools naming this backend, including those still tearing down: each holds the backend until gone. */
+export function backendUsedBy(informers: BackendInformers, backend: string): UsedByEntry[] {
+  return informers.pools
+    .byIndex(byBackend, backend)
+    .map((p) => ({ kind: 'KVCachePool', namespace: '', name: p.metadata.name! }))
+    .sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** host:port of the managed leader's admin endpoint: a ready leader Pod behind the leader Service. */
+export function managedAdminAddress(
+  informers: BackendInformers,
+  backend: KVCacheBackend,
+  holder?: string,
+): string | undefined {
+  const ready: string[] = [];
+  for (const slice of informers.slices.byIndex(byService, leaderName(backend))) {
+    const port = slice.ports?.find((p) => p.name === 'admin')?.port ?? leaderAdminPort;
+    for (const e of slice.endpoints ?? []) {
+      if (e.conditions?.ready && e.addresses[0]) ready.push(`${e.addresses[0]}:${port}`);
+    }
+  }
+  ready.sort();
+  // While a failover briefly shows two ready replicas, the Lease holder is the one serving.
+  const holderHost = holder?.split(':')[0];
+  return ready.find((a) => a.split(':')[0] === holderHost) ?? ready[0];
+}
+
+export function externalAdminAddress(backend: KVCacheBackend): string | undefined {
+  return backend.spec.connection.external?.endpoints.find((e) => e.name === 'Admin')?.address;
+}
+
+export function leaseHolder(
+  informers: BackendInformers,
+  backend: KVCacheBackend,
+  namespace: string,
+): string | undefined {
+  return informers.leases.get(leaderName(backend), namespace)?.spec?.holderIdentity || undefined;
+}
+
+export function buildBackendView(
+  backend: KVCacheBackend,
+  ctx: OperatorContext,
+  informers: BackendInformers,
+  extra: {
+    adminAddress?: string;
+    store?: StoreObservation;
+    renderProblem?: string;
+    replicasPending?: boolean;
+  },
+): BackendView {
+  const name = backend.metadata.name!;
+  const managed = Boolean(backend.spec.connection.managed);
+  const pods = managed ? informers.pods.byIndex(byInstance, name) : [];
+  const leaderPods = pods
+    .filter((p) => p.metadata.labels?.[componentLabel] === 'leader')
+    .map((p) => viewPod(p, 'Leader'));
+  const memberPods = pods.flatMap((p) => {
+    const m = /^member-(\d+)$/.exec(p.metadata.labels?.[componentLabel] ?? '');
+    return m ? [{ ...viewPod(p, 'Member'), group: Number(m[1]) }] : [];
+  });
+  const deployment = managed ? informers.deployments.get(leaderName(backend), ctx.namespace) : undefined;
+  const lease = managed ? informers.leases.get(leaderName(backend), ctx.namespace) : undefined;
+  return {
+    managed,
+    deleting: Boolean(backend.metadata.deletionTimestamp),
+    usedBy: backendUsedBy(informers, name),
+    renderProblem: extra.renderProblem,
+    adminAddress: extra.adminAddress,
+    store: extra.store,
+    includeFiles: !managed || anyDiskTier(backend),
+    leaderPods,
+    memberPods,
+    groupMedium: managed ? managedConnection(backend).members.map((m) => m.medium) : [],
+    deployment: deployment && {
+      desired: deployment.spec?.replicas ?? 1,
+      replicas: deployment.status?.replicas ?? 0,
+      updated: deployment.status?.updatedReplicas ?? 0,
+      ready: deployment.status?.readyReplicas ?? 0,
+      generation: deployment.metadata.generation ?? 0,
+      observedGeneration: deployment.status?.observedGeneration ?? 0,
+    },
+    replicasPending: extra.replicasPending,
+    election: managed && electionOn(backend),
+    lease: lease ? { holder: lease.spec?.holderIdentity || undefined } : undefined,
+    previousMembers: backend.status?.members as MemberRow[] | undefined,
+  };
+}

@@ -1,0 +1,25 @@
+// What every controller and webhook of the operator shares.
+import type { KubeClient } from '../kube/client.ts';
+import type { EventRecorder } from '../kube/events.ts';
+import type { InformerFactory } from '../kube/informer-factory.ts';
+import type { StoreWatcher } from '../store/store-watcher.ts';
+import type { Settings } from './settings.ts';
+
+export interface OperatorContext {
+  client: KubeClient;
+  /** The operator's own namespace, where managed stores run. */
+  namespace: string;
+  informers: InformerFactory;
+  events: EventRecorder;
+  store: StoreWatcher;
+  settings: Settings;
+}
+
+/** Field managers: one per writer. */
+export const fieldManagers = {
+  controller: 'kvpool-controller',
+  status: 'kvpool-controller/status',
+} as const;
+
+export const finalizer = 'worker.gpustack.ai/kvpool-protection';
+export const workerApiVersion = 'worker.gpustack.ai/v1';

@@ -1,0 +1,35 @@
+// Builds the operator's shared context and registers every controller with a manager.
+
+import type { KubeClient } from '../kube/client.ts';
+import { EventRecorder } from '../kube/events.ts';
+import { InformerFactory } from '../kube/informer-factory.ts';
+import type { Manager } from '../kube/manager.ts';
+import { StoreWatcher } from '../store/store-watcher.ts';
+import { BackendReconciler } from './backend/reconciler.ts';
+import type { OperatorContext } from './context.ts';
+import { Settings } from './settings.ts';
+
+export interface OperatorOptions {
+  namespace: string;
+  storePollMs?: number;
+  observeIntervalMs?: number;
+}
+
+export function buildContext(client: KubeClient, options: OperatorOptions): OperatorContext {
+  const informers = new InformerFactory(client);
+  return {
+    client,
+    namespace: options.namespace,
+    informers,
+    events: new EventRecorder(client, 'kvpool-operator', options.namespace),
+    store: new StoreWatcher(options.storePollMs ?? 1000),
+    settings: new Settings(informers, options.namespace),
+  };
+}
+
+/** Registers the controllers and every informer they created. */
+export function registerControllers(manager: Manager, ctx: OperatorContext, options: OperatorOptions): void {
+  const backend = new BackendReconciler(ctx, { observeIntervalMs: options.observeIntervalMs });
+  manager.addController(backend.controller);
+  for (const informer of ctx.informers.all()) manager.addInformer(informer);
+}

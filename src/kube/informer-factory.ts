@@ -1,0 +1,37 @@
+// Shares one informer per watched collection among the controllers and webhooks of a process.
+import type { KubeClient } from './client.ts';
+import { Informer, type InformerOptions } from './informer.ts';
+import type { KubeObject } from './object.ts';
+
+export class InformerFactory {
+  private readonly client: KubeClient;
+  private readonly informers = new Map<string, Informer<KubeObject>>();
+  private readonly resyncMs: number;
+
+  constructor(client: KubeClient, resyncMs = 0) {
+    this.client = client;
+    this.resyncMs = resyncMs;
+  }
+
+  /** The informer for this collection, created on first use (indexers are added to a shared one). */
+  get<T extends KubeObject>(options: InformerOptions<T>): Informer<T> {
+    const key = [
+      options.apiVersion,
+      options.kind,
+      options.namespace,
+      options.labelSelector,
+      options.fieldSelector,
+    ].join('|');
+    let informer = this.informers.get(key) as Informer<T> | undefined;
+    if (!informer) {
+      informer = new Informer<T>(this.client, { resyncMs: this.resyncMs, ...options, indexers: {} });
+      this.informers.set(key, informer as unknown as Informer<KubeObject>);
+    }
+    for (const [name, fn] of Object.entries(options.indexers ?? {})) informer.addIndexer(name, fn);
+    return informer;
+  }
+
+  all(): Informer<KubeObject>[] {
+    return [...this.informers.values()];
+  }
+}

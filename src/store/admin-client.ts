@@ -1,0 +1,97 @@
+// HTTP client for a Mooncake master's admin endpoint (:9003): health, metrics, segment listing and the
+// tenant-quota ledger. Each read has its own timeout; redirects are never followed; bodies are capped.
+import { request } from 'undici';
+
+export const adminTimeoutMs = 5000;
+const maxBodyBytes = 8 << 20;
+
+/** The master could not be reached or did not answer in time. */
+export class StoreUnreachable extends Error {
+  constructor(address: string, cause: unknown) {
+    super(
+      `the store's admin endpoint ${address} did not answer: ${cause instanceof Error ? cause.message : String(cause)}`,
+    );
+    this.name = 'StoreUnreachable';
+  }
+}
+
+/** The master answered with a failure (HTTP status and, when present, Mooncake's error code). */
+export class StoreRequestFailed extends Error {
+  readonly status: number;
+  readonly errorCode: number | undefined;
+  readonly errorMessage: string | undefined;
+
+  constructor(what: string, status: number, errorCode?: number, errorMessage?: string) {
+    super(
+      `${what}: HTTP ${status}${errorCode !== undefined ? ` (${errorCode} ${errorMessage ?? ''})` : ''}`.trim(),
+    );
+    this.name = 'StoreRequestFailed';
+    this.status = status;
+    this.errorCode = errorCode;
+    this.errorMessage = errorMessage;
+  }
+}
+
+export interface StoreResponse {
+  status: number;
+  body: string;
+}
+
+export class StoreAdminClient {
+  readonly address: string;
+  private readonly timeoutMs: number;
+
+  constructor(address: string, timeoutMs = adminTimeoutMs) {
+    this.address = address;
+    this.timeoutMs = timeoutMs;
+  }
+
+  async call(method: 'GET' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<StoreResponse> {
+    try {
+      const res = await request(`http://${this.address}${path}`, {
+        method,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        headersTimeout: this.timeoutMs,
+        bodyTimeout: this.timeoutMs,
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      const length = Number(res.headers['content-length'] ?? 0);
+      if (length > maxBodyBytes) {
+        res.body.destroy();
+        throw new Error(`response of ${length} bytes is over the ${maxBodyBytes}-byte cap`);
+      }
+      let text = '';
+      for await (const chunk of res.body) {
+        text += chunk.toString();
+        if (text.length > maxBodyBytes) {
+          res.body.destroy();
+          throw new Error(`response is over the ${maxBodyBytes}-byte cap`);
+        }
+      }
+      return { status: res.statusCode, body: text };
+    } catch (err) {
+      throw new StoreUnreachable(this.address, err);
+    }
+  }
+
+  async getText(path: string): Promise<string> {
+    const res = await this.call('GET', path);
+    if (res.status !== 200) throw failure(`GET ${path}`, res);
+    return res.body;
+  }
+
+  async getJson<T>(path: string): Promise<T> {
+    return JSON.parse(await this.getText(path)) as T;
+  }
+}
+
+/** Builds the error for a failed answer, reading Mooncake's `{success, error_code, error_message}`. */
+export function failure(what: string, res: StoreResponse): StoreRequestFailed {
+  try {
+    const parsed = JSON.parse(res.body) as { error_code?: number; error_message?: string };
+    return new StoreRequestFailed(what, res.status, parsed.error_code, parsed.error_message);
+  } catch {
+    return new StoreRequestFailed(what, res.status);
+  }
+}

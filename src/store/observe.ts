@@ -1,0 +1,131 @@
+// One observation of a master: /health, then /metrics, then /get_segments_detail, each read once.
+// Every figure is kept as read; a figure the store did not report stays absent, never zero.
+import { StoreAdminClient, StoreRequestFailed, StoreUnreachable } from './admin-client.ts';
+import { type Families, gauge, parsePrometheusText } from './prometheus.ts';
+
+export type Reading<T> = { ok: true; value: T } | { ok: false; reason: string; message: string };
+
+export interface Health {
+  serviceReady: boolean;
+  role?: string;
+  haState?: string;
+}
+
+export interface Segment {
+  segmentId: string;
+  clientId?: string;
+  segmentName?: string;
+  teEndpoint?: string;
+  protocol?: string;
+  status?: string;
+  usedBytes?: number;
+  capacityBytes?: number;
+}
+
+export type SegmentListing = { served: true; segments: Segment[] } | { served: false };
+
+export interface StoreObservation {
+  address: string;
+  at: number;
+  health: Reading<Health>;
+  metrics?: Reading<Families>;
+  segments?: Reading<SegmentListing>;
+}
+
+export const segmentListingCap = 5000;
+
+function failed<T>(reason: string, err: unknown): Reading<T> {
+  return { ok: false, reason, message: err instanceof Error ? err.message : String(err) };
+}
+
+export function parseHealth(body: string): Health {
+  const h = JSON.parse(body) as { service_ready?: unknown; role?: string; ha_state?: string };
+  if (typeof h.service_ready !== 'boolean') throw new Error('the /health reply has no service_ready verdict');
+  return { serviceReady: h.service_ready, role: h.role, haState: h.ha_state };
+}
+
+export function parseSegments(body: string): Segment[] {
+  const d = JSON.parse(body) as { segments?: Record<string, unknown>[] };
+  if (!Array.isArray(d.segments)) throw new Error('the /get_segments_detail reply has no segments field');
+  if (d.segments.length > segmentListingCap) {
+    throw new ListingTooLarge(d.segments.length);
+  }
+  const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  return d.segments.map((s) => ({
+    segmentId: str(s.segment_id) ?? '',
+    clientId: str(s.client_id),
+    segmentName: str(s.segment_name),
+    teEndpoint: str(s.te_endpoint),
+    protocol: str(s.protocol),
+    status: str(s.status),
+    usedBytes: num(s.allocator_used_bytes),
+    capacityBytes: num(s.allocator_capacity_bytes),
+  }));
+}
+
+export class ListingTooLarge extends Error {
+  constructor(entries: number) {
+    super(`the master lists ${entries} segments, more than the ${segmentListingCap} this operator reads`);
+    this.name = 'ListingTooLarge';
+  }
+}
+
+/** Reads health, metrics and the segment listing from one master, sequentially, each once. */
+export async function observeStore(address: string, timeoutMs?: number): Promise<StoreObservation> {
+  const client = new StoreAdminClient(address, timeoutMs);
+  const at = Date.now();
+  let health: Reading<Health>;
+  try {
+    health = { ok: true, value: parseHealth(await client.getText('/health')) };
+  } catch (err) {
+    return {
+      address,
+      at,
+      health: failed(err instanceof StoreUnreachable ? 'Unreachable' : 'Malformed', err),
+    };
+  }
+  let metrics: Reading<Families>;
+  try {
+    metrics = { ok: true, value: parsePrometheusText(await client.getText('/metrics')) };
+  } catch (err) {
+    metrics = failed('ScrapeFailed', err);
+  }
+  let segments: Reading<SegmentListing>;
+  try {
+    const res = await client.call('GET', '/get_segments_detail');
+    if (res.status === 404) segments = { ok: true, value: { served: false } };
+    else if (res.status !== 200)
+      segments = failed('ListingFailed', new StoreRequestFailed('listing', res.status));
+    else segments = { ok: true, value: { served: true, segments: parseSegments(res.body) } };
+  } catch (err) {
+    segments = failed(err instanceof ListingTooLarge ? 'ListingTooLarge' : 'ListingFailed', err);
+  }
+  return { address, at, health, metrics, segments };
+}
+
+const maxInt64 = (1n << 63n) - 1n;
+
+export interface Capacity {
+  total: bigint;
+  used: bigint;
+}
+
+/**
+ * Capacity as the master reports it: memory only, or memory plus the file tier (a disk tier, or any
+ * external store). Undefined when a family it needs is missing.
+ */
+export function capacityFrom(families: Families, includeFiles: boolean): Capacity | undefined {
+  const memTotal = gauge(families, 'master_total_capacity_bytes');
+  const memUsed = gauge(families, 'master_allocated_bytes');
+  if (memTotal === undefined || memUsed === undefined) return undefined;
+  let total = BigInt(Math.trunc(memTotal));
+  let used = BigInt(Math.trunc(memUsed));
+  if (includeFiles) {
+    const fileTotal = gauge(families, 'master_total_file_capacity_bytes');
+    const fileUsed = gauge(families, 'master_allocated_file_size_bytes');
+    if (fileTotal !== undefined && Number.isFinite(fileTotal)) total += BigInt(Math.trunc(fileTotal));
+    if (fileUsed !== undefined && Number.isFinite(fileUsed)) used += BigInt(Math.trunc(fileUsed));
+  }
+  return { total: total > maxInt64 ? maxInt64 : total, used: used > maxInt64 ? maxInt64 : used };
+}

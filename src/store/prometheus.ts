@@ -1,0 +1,53 @@
+// Prometheus text exposition format (version 0.0.4), as the Mooncake master serves it on /metrics.
+
+export interface Sample {
+  labels: Record<string, string>;
+  value: number;
+}
+
+export type Families = Map<string, Sample[]>;
+
+const lineRe = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)(\s+-?\d+)?$/;
+const labelRe = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"\s*,?\s*/g;
+
+function unescape(v: string): string {
+  return v.replace(/\\(["\\n])/g, (_, c: string) => (c === 'n' ? '\n' : c));
+}
+
+function parseValue(v: string): number {
+  if (v === '+Inf') return Number.POSITIVE_INFINITY;
+  if (v === '-Inf') return Number.NEGATIVE_INFINITY;
+  return Number(v);
+}
+
+/** Parses every sample; comment and blank lines are skipped, malformed lines ignored. */
+export function parsePrometheusText(text: string): Families {
+  const families: Families = new Map();
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const m = lineRe.exec(line);
+    if (!m) continue;
+    const labels: Record<string, string> = {};
+    if (m[3]) for (const l of m[3].matchAll(labelRe)) labels[l[1]!] = unescape(l[2]!);
+    const samples = families.get(m[1]!) ?? [];
+    samples.push({ labels, value: parseValue(m[4]!) });
+    families.set(m[1]!, samples);
+  }
+  return families;
+}
+
+/** The single unlabelled sample of a family, or undefined when the family is absent. */
+export function gauge(families: Families, name: string): number | undefined {
+  return families.get(name)?.find((s) => Object.keys(s.labels).length === 0)?.value;
+}
+
+/** Samples of a family keyed by one label's value. */
+export function byLabel(families: Families, name: string, label: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const s of families.get(name) ?? []) {
+    const v = s.labels[label];
+    if (v !== undefined) out.set(v, s.value);
+  }
+  return out;
+}

@@ -1,0 +1,130 @@
+// Observes each master its subscribers name, every pollMs, and tells them when what the store reports
+// changed (capacity, segments, tenants, health), so status follows the store within a poll interval.
+// Each observation reads each admin route once; controllers read the latest observation instead of
+// scraping again.
+import { log } from '../kube/log.ts';
+import { observeStore, type StoreObservation } from './observe.ts';
+import { gauge } from './prometheus.ts';
+
+interface Watched {
+  subscribers: Map<string, () => void>;
+  latest?: StoreObservation;
+  digest?: string;
+  timer?: NodeJS.Timeout;
+  inFlight?: Promise<StoreObservation>;
+}
+
+const watchedFamilies = [
+  'master_total_capacity_bytes',
+  'master_allocated_bytes',
+  'master_total_file_capacity_bytes',
+  'master_allocated_file_size_bytes',
+  'mooncake_tenant_quota_allocatable_capacity_bytes',
+];
+
+/** What a status could show from this observation; volatile counters are reduced to what matters. */
+export function significantDigest(o: StoreObservation): string {
+  const parts: unknown[] = [o.health.ok ? o.health.value : o.health.reason];
+  if (o.metrics?.ok) {
+    const f = o.metrics.value;
+    parts.push(watchedFamilies.map((n) => gauge(f, n)));
+    for (const [name, samples] of f) if (name.startsWith('mooncake_tenant_quota_')) parts.push(name, samples);
+    parts.push(
+      [
+        'master_put_start_requests_total',
+        'master_put_end_requests_total',
+        'master_put_revoke_requests_total',
+      ].map((n) => (gauge(f, n) ?? 0) > 0),
+    );
+  } else {
+    parts.push(o.metrics?.reason);
+  }
+  if (o.segments?.ok) {
+    const l = o.segments.value;
+    parts.push(
+      l.served
+        ? l.segments.map((s) => [s.segmentId, s.teEndpoint, s.status, s.protocol, (s.usedBytes ?? 0) > 0])
+        : 'not served',
+    );
+  } else {
+    parts.push(o.segments?.reason);
+  }
+  return JSON.stringify(parts, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+}
+
+export class StoreWatcher {
+  private readonly pollMs: number;
+  private readonly watched = new Map<string, Watched>();
+
+  constructor(pollMs = 1000) {
+    this.pollMs = pollMs;
+  }
+
+  /** Subscribes `id` to a master; onChange runs when its observation changes. */
+  watch(address: string, id: string, onChange: () => void): void {
+    let w = this.watched.get(address);
+    if (!w) {
+      w = { subscribers: new Map() };
+      this.watched.set(address, w);
+      this.schedule(address, w, 0);
+    }
+    w.subscribers.set(id, onChange);
+  }
+
+  /** Drops a subscription; the master is no longer polled once nobody watches it. */
+  unwatch(address: string, id: string): void {
+    const w = this.watched.get(address);
+    if (!w) return;
+    w.subscribers.delete(id);
+    if (w.subscribers.size === 0) {
+      clearTimeout(w.timer);
+      this.watched.delete(address);
+    }
+  }
+
+  /** Addresses `id` is subscribed to. */
+  subscriptions(id: string): string[] {
+    return [...this.watched].filter(([, w]) => w.subscribers.has(id)).map(([a]) => a);
+  }
+
+  latest(address: string): StoreObservation | undefined {
+    return this.watched.get(address)?.latest;
+  }
+
+  /** Observes now (after a write to the store, say) and returns the fresh observation. */
+  async refresh(address: string): Promise<StoreObservation> {
+    const w = this.watched.get(address);
+    if (!w) return observeStore(address);
+    return this.observe(address, w);
+  }
+
+  private schedule(address: string, w: Watched, delay: number): void {
+    w.timer = setTimeout(async () => {
+      await this.observe(address, w).catch((err) =>
+        log.warn({ err: String(err), address }, 'store observation failed'),
+      );
+      if (this.watched.get(address) === w) this.schedule(address, w, this.pollMs);
+    }, delay);
+    w.timer.unref();
+  }
+
+  private observe(address: string, w: Watched): Promise<StoreObservation> {
+    // Concurrent callers share one observation: one read per route.
+    w.inFlight ??= observeStore(address).finally(() => {
+      w.inFlight = undefined;
+    });
+    return w.inFlight.then((o) => {
+      const digest = significantDigest(o);
+      const changed = digest !== w.digest;
+      w.latest = o;
+      w.digest = digest;
+      if (changed) for (const notify of w.subscribers.values()) notify();
+      return o;
+    });
+  }
+
+  stop(): void {
+    for (const w of this.watched.values()) clearTimeout(w.timer);
+    this.watched.clear();
+  }
+}

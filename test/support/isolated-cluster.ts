@@ -1,0 +1,33 @@
+// A control plane of a test file's own (with the CRDs installed), for tests that run controllers or
+// webhooks: those act cluster-wide and must not meet another file's objects.
+import { KubeClient } from '../../src/kube/client.ts';
+import { installCrds } from '../../src/kube/install-crds.ts';
+import { ControlPlane } from '../../src/local/control-plane.ts';
+
+export interface IsolatedCluster {
+  cp: ControlPlane;
+  client: KubeClient;
+  stop(): Promise<void>;
+}
+
+export async function startIsolatedCluster(
+  options: { controllers?: boolean } = {},
+): Promise<IsolatedCluster> {
+  const cp = await ControlPlane.start({ controllers: options.controllers });
+  const client = await KubeClient.fromKubeconfigFile(cp.kubeconfigPath);
+  try {
+    await installCrds(client);
+  } catch (err) {
+    await client.close();
+    await cp.stop();
+    throw err;
+  }
+  return {
+    cp,
+    client,
+    async stop() {
+      await client.close();
+      await cp.stop();
+    },
+  };
+}

@@ -1,0 +1,308 @@
+// The managed backend's children, pinned as golden files: the exact intent the operator applies.
+// Regenerate after an intended change with UPDATE_GOLDEN=1 and review the diff.
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import type { KVCacheBackendSpec, MemberGroup } from '../../src/api/kvcache-backend.ts';
+import type { KVCacheBackend } from '../../src/api/types.ts';
+import {
+  type BackendRenderContext,
+  renderBackend,
+  resolveImages,
+} from '../../src/controllers/backend/render.ts';
+import {
+  podSpecHash,
+  podSpecHashAnnotation,
+  renderMemberDaemonSet,
+} from '../../src/controllers/backend/render-members.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
+
+const goldenDir = new URL('./golden/backend/', import.meta.url);
+const ctx: BackendRenderContext = {
+  namespace: 'gpustack-system',
+  defaultImage: 'kvpool/kvpool-store:0.1.0-mooncake0.3.13.post1',
+};
+
+type Managed = NonNullable<KVCacheBackendSpec['connection']['managed']>;
+type EnvVar = { name: string; value?: string; valueFrom?: unknown };
+type Container = { name: string; image: string; imagePullPolicy: string; args: string[]; env: EnvVar[] };
+type PodTemplate = {
+  metadata: { annotations?: Record<string, string> };
+  spec: Record<string, unknown> & {
+    nodeSelector?: Record<string, string>;
+    initContainers?: Array<{ command: string[] }>;
+    containers: Array<Container & Record<string, unknown>>;
+  };
+};
+type Workload = KubeObject & { spec: Record<string, unknown> & { template: PodTemplate } };
+
+// Leader defaults written out, as the apiserver stores a `leader: {}`.
+const storedLeader: Managed['leader'] = {
+  replicas: 1,
+  electionBackend: 'Kubernetes',
+  memberAddressing: 'Service',
+  allocationStrategy: 'FreeRatioFirst',
+  multiTenancy: true,
+};
+const linuxDram: MemberGroup = {
+  nodeSelector: { 'kubernetes.io/os': 'linux' },
+  medium: 'DRAM',
+  capacityPerMember: '8Gi',
+};
+
+function backend(
+  name: string,
+  managed: Partial<Managed>,
+  spec: Partial<KVCacheBackendSpec> = {},
+): KVCacheBackend {
+  return {
+    apiVersion: 'worker.gpustack.ai/v1',
+    kind: 'KVCacheBackend',
+    metadata: { name, uid: `uid-${name}` },
+    spec: {
+      type: 'Mooncake',
+      transport: { protocol: 'Auto' },
+      ...spec,
+      connection: { managed: { leader: storedLeader, members: [linuxDram], ...managed } },
+    },
+  };
+}
+
+function withLeader(b: KVCacheBackend, leader: Partial<Managed['leader']>): KVCacheBackend {
+  const managed = b.spec.connection.managed!;
+  return backend(b.metadata.name!, { ...managed, leader: { ...managed.leader, ...leader } }, b.spec);
+}
+
+const step1 = backend('mooncake-dram', {});
+const step4 = withLeader(step1, { replicas: 3 });
+const step5 = backend('mooncake-disk', {
+  members: [
+    {
+      nodeSelector: { kvcache: 'true' },
+      medium: 'DRAM',
+      capacityPerMember: '8Gi',
+      localDisks: [{ path: '/var/lib/kvcache', capacity: '100Gi', cleanAfterDelete: false }],
+    },
+  ],
+});
+const unelected = withLeader(
+  backend('mooncake-solo', {}, { image: 'registry.example.com/kvpool-store:latest' }),
+  {
+    electionBackend: 'None',
+    multiTenancy: false,
+    allocationStrategy: 'Random',
+    extraArgs: ['-client_ttl=20'],
+    extraEnv: [{ name: 'GLOG_v', value: '1' }],
+  },
+);
+const rdma = backend(
+  'mooncake-rdma',
+  {
+    members: [
+      {
+        ...linuxDram,
+        extraArgs: ['--max_mr_size=1073741824'],
+        extraEnv: [{ name: 'MC_MS_AUTO_DISC', value: '1' }],
+      },
+      {
+        nodeSelector: { 'gpustack.ai/fabric': 'rdma' },
+        medium: 'VRAM',
+        capacityPerMember: '16Gi',
+        localBufferSize: '128Mi',
+        image: 'registry.example.com/kvpool-store:cuda',
+        transport: { protocol: 'RDMA' },
+        fabricInterfaceCount: 2,
+        hostPaths: [
+          { path: '/opt/rdma-core', mountPath: '/opt/rdma-core', type: 'Directory', readOnly: true },
+        ],
+        securityContext: {
+          runAsUser: 65532,
+          capabilities: { add: ['SYS_PTRACE', 'IPC_LOCK'], drop: ['ALL'] },
+        },
+        runtimeClassName: 'nvidia',
+      },
+    ],
+  },
+  { imagePullSecrets: [{ name: 'registry-creds' }] },
+);
+const leaseAddressed = withLeader(backend('mooncake-lease', {}), { memberAddressing: 'Lease' });
+
+const goldens: Record<string, KVCacheBackend> = {
+  'step-1-dram': step1,
+  'step-4-ha': step4,
+  'step-5-disk-tier': step5,
+  'no-election-no-tenancy': unelected,
+  'rdma-fabric-security-context': rdma,
+  'lease-addressing': leaseAddressed,
+};
+
+function bytes(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+function workload(obj: KubeObject): Workload {
+  return obj as Workload;
+}
+
+function container(obj: KubeObject): Container & Record<string, unknown> {
+  return workload(obj).spec.template.spec.containers[0]!;
+}
+
+function envValue(obj: KubeObject, name: string): string | undefined {
+  return container(obj).env.find((e) => e.name === name)?.value;
+}
+
+function memberHash(b: KVCacheBackend, index = 0): string {
+  return workload(renderMemberDaemonSet(b, index, ctx)).spec.template.metadata.annotations![
+    podSpecHashAnnotation
+  ]!;
+}
+
+function withGroup(b: KVCacheBackend, change: Partial<MemberGroup>, index = 0): KVCacheBackend {
+  const managed = b.spec.connection.managed!;
+  const members = managed.members.map((g, i) => (i === index ? { ...g, ...change } : g));
+  return backend(b.metadata.name!, { ...managed, members }, b.spec);
+}
+
+describe('backend render goldens', () => {
+  for (const [name, b] of Object.entries(goldens)) {
+    it(`renders ${name} exactly as recorded`, () => {
+      const file = new URL(`${name}.json`, goldenDir);
+      const rendered = bytes(renderBackend(b, ctx));
+      if (process.env.UPDATE_GOLDEN === '1') {
+        mkdirSync(goldenDir, { recursive: true });
+        writeFileSync(file, rendered);
+        return;
+      }
+      assert.equal(rendered, readFileSync(file, 'utf8'), `${name}: rerun with UPDATE_GOLDEN=1 if intended`);
+    });
+  }
+
+  it('renders the same bytes twice', () => {
+    for (const b of Object.values(goldens))
+      assert.equal(bytes(renderBackend(b, ctx)), bytes(renderBackend(b, ctx)));
+  });
+});
+
+describe('member pod-spec hash', () => {
+  it('stays put when only the nodeSelector changes, so widening a group restarts nobody', () => {
+    assert.equal(
+      memberHash(withGroup(step1, { nodeSelector: { 'kubernetes.io/os': 'linux', zone: 'a' } })),
+      memberHash(step1),
+    );
+  });
+
+  it('moves when the image or the env changes, so every member is recreated', () => {
+    const before = memberHash(step1);
+    assert.notEqual(memberHash(withGroup(step1, { image: 'registry.example.com/kvpool-store:2' })), before);
+    assert.notEqual(
+      memberHash(withGroup(step1, { extraEnv: [{ name: 'MC_RPC_TIMEOUT_MS', value: '60000' }] })),
+      before,
+    );
+    assert.notEqual(memberHash(withGroup(step1, { capacityPerMember: '16Gi' })), before);
+  });
+
+  it('is the hash of the template without its own annotation', () => {
+    const template = workload(renderMemberDaemonSet(step1, 0, ctx)).spec.template;
+    assert.equal(podSpecHash(template), template.metadata.annotations![podSpecHashAnnotation]);
+    assert.match(podSpecHash(template), /^[0-9a-f]{64}$/);
+  });
+});
+
+describe('leader Deployment', () => {
+  it('replaces a single leader outright (Recreate)', () => {
+    const spec = workload(renderBackend(step1, ctx).leaderDeployment).spec;
+    assert.equal(spec.replicas, 1);
+    assert.deepEqual(spec.strategy, { type: 'Recreate' });
+    assert.equal(spec.progressDeadlineSeconds, undefined);
+  });
+
+  it('rolls standbys all at once with no progress deadline', () => {
+    const spec = workload(renderBackend(step4, ctx).leaderDeployment).spec;
+    assert.equal(spec.replicas, 3);
+    assert.deepEqual(spec.strategy, {
+      type: 'RollingUpdate',
+      rollingUpdate: { maxSurge: 1, maxUnavailable: 3 },
+    });
+    assert.equal(spec.progressDeadlineSeconds, 2147483647);
+  });
+
+  it('holds the replica override while an elected template is first written', () => {
+    const spec = workload(renderBackend(step4, { ...ctx, leaderReplicasOverride: 1 }).leaderDeployment).spec;
+    assert.equal(spec.replicas, 1);
+    assert.deepEqual(spec.strategy, { type: 'Recreate' });
+  });
+
+  it('runs one unelected leader with no account and no RBAC', () => {
+    const rendered = renderBackend(withLeader(unelected, { replicas: 3 }), ctx);
+    const pod = workload(rendered.leaderDeployment).spec.template.spec;
+    assert.equal(workload(rendered.leaderDeployment).spec.replicas, 1);
+    assert.equal(pod.automountServiceAccountToken, false);
+    assert.equal(pod.serviceAccountName, undefined);
+    assert.deepEqual(rendered.rbac, []);
+  });
+});
+
+describe('member DaemonSet', () => {
+  it('requests the segment plus the local buffer as memory', () => {
+    const group = { ...linuxDram, localBufferSize: '64Mi' };
+    const resources = container(renderMemberDaemonSet(withGroup(step1, group), 0, ctx)).resources;
+    assert.deepEqual(resources, { requests: { memory: String(8 * 2 ** 30 + 64 * 2 ** 20) } });
+  });
+
+  it('addresses the leader by Service, or by Lease only while an election runs', () => {
+    const master = (b: KVCacheBackend) => envValue(renderMemberDaemonSet(b, 0, ctx), 'MOONCAKE_MASTER');
+    assert.equal(master(step1), 'mooncake-dram-leader.gpustack-system.svc:50051');
+    assert.equal(master(leaseAddressed), 'k8s://gpustack-system/mooncake-lease-leader');
+    const leaseWithoutElection = withLeader(leaseAddressed, { electionBackend: 'None' });
+    assert.equal(master(leaseWithoutElection), 'mooncake-lease-leader.gpustack-system.svc:50051');
+  });
+
+  it('renders tier eviction settings the store understands', () => {
+    const disk = step5.spec.connection.managed!.members[0]!.localDisks![0]!;
+    const tiered = (eviction: typeof disk.eviction, keyLimit?: number) =>
+      renderMemberDaemonSet(withGroup(step5, { localDisks: [{ ...disk, eviction, keyLimit }] }), 0, ctx);
+    const lru = tiered({ policy: 'LRU', watermark: { high: 90, low: 75 } }, 4096);
+    assert.equal(envValue(lru, 'MOONCAKE_OFFLOAD_BUCKET_EVICTION_POLICY'), 'lru');
+    assert.equal(envValue(lru, 'MOONCAKE_OFFLOAD_DISK_EVICTION_HIGH_WATERMARK_RATIO'), '0.90');
+    assert.equal(envValue(lru, 'MOONCAKE_OFFLOAD_DISK_EVICTION_LOW_WATERMARK_RATIO'), '0.75');
+    assert.equal(envValue(lru, 'MOONCAKE_OFFLOAD_TOTAL_KEYS_LIMIT'), '4096');
+    const off = tiered({ enabled: false });
+    assert.equal(envValue(off, 'MOONCAKE_OFFLOAD_BUCKET_EVICTION_POLICY'), 'none');
+    assert.equal(envValue(off, 'MOONCAKE_OFFLOAD_ENABLE_DISK_WATERMARK_EVICTION'), 'false');
+  });
+
+  it('gives a tier group the scale-in grace on top of the shutdown budget', () => {
+    const managed = step5.spec.connection.managed!;
+    const graced = backend('mooncake-disk', { ...managed, scaleIn: { gracePeriodSeconds: 120 } });
+    const ds = workload(renderMemberDaemonSet(graced, 0, ctx));
+    assert.equal(ds.spec.template.spec.terminationGracePeriodSeconds, 180);
+    assert.match(JSON.stringify(container(ds).lifecycle), /grace_period_seconds\\": 120}'.*timeout=130\)/);
+  });
+
+  it('quotes a tier path with a single quote for the survey shell', () => {
+    const disk = { path: "/var/lib/it's", cleanAfterDelete: false };
+    const ds = workload(renderMemberDaemonSet(withGroup(step5, { localDisks: [disk] }), 0, ctx));
+    const init = (ds.spec.template.spec as { initContainers: Array<{ command: string[] }> })
+      .initContainers[0]!;
+    assert.match(init.command[2]!, /ls -A '\/var\/lib\/it'\\''s'/);
+  });
+});
+
+describe('resolveImages', () => {
+  it('prefers the group image, then spec.image, then the Setting', () => {
+    const images = resolveImages(rdma, ctx.defaultImage);
+    assert.equal(images.leader, ctx.defaultImage);
+    assert.deepEqual(images.members, [ctx.defaultImage, 'registry.example.com/kvpool-store:cuda']);
+  });
+
+  it('pulls floating tags always and pinned ones if not present', () => {
+    const policy = (image: string, pull?: KVCacheBackendSpec['imagePullPolicy']) =>
+      resolveImages(backend('b', {}, { image, imagePullPolicy: pull }), ctx.defaultImage).pullPolicy;
+    assert.equal(policy('store:latest'), 'Always');
+    assert.equal(policy('registry.example.com:5000/store'), 'Always');
+    assert.equal(policy('store:1.0'), 'IfNotPresent');
+    assert.equal(policy(`store@sha256:${'a'.repeat(64)}`), 'IfNotPresent');
+    assert.equal(policy('store:latest', 'Never'), 'Never');
+  });
+});
