@@ -10,7 +10,7 @@ export type Families = Map<string, Sample[]>;
 const lineRe = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)(\s+-?\d+)?$/;
 const labelRe = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"\s*,?\s*/g;
 
-function unescape(v: string): string {
+function unescapeLabelValue(v: string): string {
   return v.replace(/\\(["\\n])/g, (_, c: string) => (c === 'n' ? '\n' : c));
 }
 
@@ -29,7 +29,7 @@ export function parsePrometheusText(text: string): Families {
     const m = lineRe.exec(line);
     if (!m) continue;
     const labels: Record<string, string> = {};
-    if (m[3]) for (const l of m[3].matchAll(labelRe)) labels[l[1]!] = unescape(l[2]!);
+    if (m[3]) for (const l of m[3].matchAll(labelRe)) labels[l[1]!] = unescapeLabelValue(l[2]!);
     const samples = families.get(m[1]!) ?? [];
     samples.push({ labels, value: parseValue(m[4]!) });
     families.set(m[1]!, samples);
