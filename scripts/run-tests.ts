@@ -36,7 +36,8 @@ const result = spawnSync(
     '--test-timeout=600000',
     ...(files.length ? files : suites),
   ],
-  { stdio: 'inherit' },
+  // Operator logs are for failures: keep a passing run readable unless asked for more.
+  { stdio: 'inherit', env: { ...process.env, KVPOOL_LOG_LEVEL: process.env.KVPOOL_LOG_LEVEL ?? 'warn' } },
 );
 
 const leaked = [...componentProcesses()].filter(([pid]) => !before.has(pid));

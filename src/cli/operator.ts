@@ -2,10 +2,9 @@
 // SIGTERM drains in-flight reconciles and releases the Lease.
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { buildContext, registerControllers } from '../controllers/index.ts';
 import { KubeClient } from '../kube/client.ts';
 import { log } from '../kube/log.ts';
-import { Manager } from '../kube/manager.ts';
+import { startOperator } from '../operator.ts';
 
 export async function runOperator(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -22,15 +21,26 @@ export async function runOperator(argv: string[]): Promise<number> {
       'health-port': { type: 'string', default: '8081' },
       'store-poll-ms': { type: 'string', default: '1000' },
       'observe-interval-ms': { type: 'string', default: '15000' },
+      'webhook-port': { type: 'string', default: '9443' },
+      'webhook-host': { type: 'string', default: '0.0.0.0' },
+      'webhook-service': { type: 'string', default: 'kvpool-webhook' },
+      'webhook-url': { type: 'string' },
     },
   });
   const client = values.kubeconfig
     ? await KubeClient.fromKubeconfigFile(values.kubeconfig)
     : await KubeClient.fromDefault();
-  const manager = new Manager({
+  const stopped = new Promise<void>((resolve) => {
+    for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => resolve());
+  });
+  const webhookUrl = values['webhook-url'];
+  const operator = await startOperator({
     client,
+    namespace: values.namespace,
     identity: values.identity,
     healthPort: Number(values['health-port']),
+    storePollMs: Number(values['store-poll-ms']),
+    observeIntervalMs: Number(values['observe-interval-ms']),
     ...(values['leader-elect']
       ? {
           leaderElection: {
@@ -42,23 +52,28 @@ export async function runOperator(argv: string[]): Promise<number> {
           },
         }
       : {}),
+    ...(values['webhook-port'] !== '0'
+      ? {
+          webhook: {
+            port: Number(values['webhook-port']),
+            host: values['webhook-host'],
+            reach: webhookUrl
+              ? { url: webhookUrl }
+              : { service: { namespace: values.namespace, name: values['webhook-service'], port: 443 } },
+            hosts: webhookUrl
+              ? [new URL(webhookUrl).hostname]
+              : [
+                  `${values['webhook-service']}.${values.namespace}.svc`,
+                  `${values['webhook-service']}.${values.namespace}.svc.cluster.local`,
+                ],
+          },
+        }
+      : {}),
   });
-  const operatorOptions = {
-    namespace: values.namespace,
-    storePollMs: Number(values['store-poll-ms']),
-    observeIntervalMs: Number(values['observe-interval-ms']),
-  };
-  const ctx = buildContext(client, operatorOptions);
-  registerControllers(manager, ctx, operatorOptions);
-  const stopped = new Promise<void>((resolve) => {
-    for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => resolve());
-  });
-  await manager.start();
-  log.info({ identity: values.identity, healthPort: manager.healthPort }, 'operator started');
+  log.info({ identity: values.identity, healthPort: operator.manager.healthPort }, 'operator started');
   await stopped;
   log.info('shutting down');
-  await manager.shutdown();
-  ctx.store.stop();
+  await operator.stop();
   await client.close();
   return 0;
 }

@@ -38,7 +38,7 @@ describe('an external backend on a real master with two 64 MiB members', () => {
       kind: 'Namespace',
       metadata: { name: 'gpustack-system' },
     } as KubeObject);
-    operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, 'gpustack-system', 200);
+    operator = await startOperatorInProcess(cluster.cp.kubeconfigPath);
     await cluster.client.create({
       ...ref,
       metadata: { name: ref.name },

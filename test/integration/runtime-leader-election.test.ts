@@ -10,8 +10,9 @@ import type { KubeClient } from '../../src/kube/client.ts';
 import type { Lease } from '../../src/kube/leader-election.ts';
 import type { ManagedProcess } from '../../src/local/processes.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
-import { ensureNamespace, testClient, uniqueName } from '../support/cluster.ts';
-import { startOperator } from '../support/operator-process.ts';
+import { ensureNamespace, uniqueName } from '../support/cluster.ts';
+import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { startOperatorProcess } from '../support/operator-process.ts';
 
 const ns = 'leader-election';
 const leaseDurationMs = 15_000;
@@ -19,12 +20,23 @@ const retryPeriodMs = 2_000;
 
 describe('operator leader election', () => {
   let client: KubeClient;
+  let cluster: IsolatedCluster;
   const leaseName = uniqueName('kvpool-operator');
   const logDir = mkdtempSync(join(tmpdir(), 'kvpool-le-'));
   const operators = new Map<string, ManagedProcess>();
 
   const start = (id: string) =>
-    operators.set(id, startOperator(id, ['--namespace', ns, '--lease-name', leaseName], logDir)).get(id)!;
+    operators
+      .set(
+        id,
+        startOperatorProcess(
+          cluster.cp.kubeconfigPath,
+          id,
+          ['--namespace', ns, '--lease-name', leaseName],
+          logDir,
+        ),
+      )
+      .get(id)!;
   const holder = async () =>
     (
       await client.find<Lease>({
@@ -44,12 +56,13 @@ describe('operator leader election', () => {
     );
 
   before(async () => {
-    client = await testClient();
+    cluster = await startIsolatedCluster();
+    client = cluster.client;
     await ensureNamespace(client, ns);
   });
   after(async () => {
     for (const p of operators.values()) await p.stop();
-    await client?.close();
+    await cluster?.stop();
     rmSync(logDir, { recursive: true, force: true });
   });
 

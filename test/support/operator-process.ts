@@ -2,19 +2,25 @@
 import { join } from 'node:path';
 import { type ManagedProcess, startProcess } from '../../src/local/processes.ts';
 import { projectRoot } from '../../src/local/toolchain.ts';
-import { testKubeconfig } from './cluster.ts';
 
-export function startOperator(identity: string, args: string[], logDir: string): ManagedProcess {
+export function startOperatorProcess(
+  kubeconfig: string,
+  identity: string,
+  args: string[],
+  logDir: string,
+): ManagedProcess {
   return startProcess(`operator-${identity}`, process.execPath, {
     logDir,
     args: [
       join(projectRoot, 'src', 'cli', 'kvpool.ts'),
       'operator',
       '--kubeconfig',
-      testKubeconfig(),
+      kubeconfig,
       '--identity',
       identity,
       '--health-port',
+      '0',
+      '--webhook-port',
       '0',
       ...args,
     ],

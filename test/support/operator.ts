@@ -1,33 +1,40 @@
-// The operator's controllers running inside a test process against the shared control plane.
-
-import type { OperatorContext } from '../../src/controllers/context.ts';
-import { buildContext, registerControllers } from '../../src/controllers/index.ts';
+// The operator running inside a test process (no leader election), optionally with its admission
+// webhooks served on a loopback port and registered with the apiserver.
 import { KubeClient } from '../../src/kube/client.ts';
-import { Manager } from '../../src/kube/manager.ts';
+import { freePort } from '../../src/local/ports.ts';
+import { type RunningOperator, startOperator } from '../../src/operator.ts';
 
-export interface InProcessOperator {
-  ctx: OperatorContext;
+export interface InProcessOperator extends RunningOperator {
   client: KubeClient;
-  stop(): Promise<void>;
 }
 
 export async function startOperatorInProcess(
   kubeconfig: string,
-  namespace = 'gpustack-system',
-  storePollMs = 500,
+  options: { namespace?: string; storePollMs?: number; webhooks?: boolean } = {},
 ): Promise<InProcessOperator> {
   const client = await KubeClient.fromKubeconfigFile(kubeconfig);
-  const manager = new Manager({ client, identity: 'test' });
-  const options = { namespace, storePollMs, observeIntervalMs: 15_000 };
-  const ctx = buildContext(client, options);
-  registerControllers(manager, ctx, options);
-  await manager.start();
+  const port = options.webhooks ? await freePort() : 0;
+  const running = await startOperator({
+    client,
+    namespace: options.namespace ?? 'gpustack-system',
+    identity: 'test',
+    storePollMs: options.storePollMs ?? 200,
+    ...(options.webhooks
+      ? {
+          webhook: {
+            port,
+            host: '127.0.0.1',
+            reach: { url: `https://127.0.0.1:${port}` },
+            hosts: ['127.0.0.1'],
+          },
+        }
+      : {}),
+  });
   return {
-    ctx,
+    ...running,
     client,
     async stop() {
-      await manager.shutdown();
-      ctx.store.stop();
+      await running.stop();
       await client.close();
     },
   };

@@ -1,0 +1,32 @@
+// Admission of KVCacheBackend: the rules the schema cannot judge (backend-rules.ts), answered with
+// every refusal at once so a user fixes them in one round.
+import type { KVCacheBackend } from '../api/types.ts';
+import type { Settings } from '../controllers/settings.ts';
+import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';
+import { validateBackend } from './backend-rules.ts';
+import type { HookSpec } from './configuration.ts';
+
+export const backendHook: HookSpec = {
+  name: 'kvcachebackends.worker.gpustack.ai',
+  path: '/validate-kvcachebackend',
+  rules: [
+    {
+      apiGroups: ['worker.gpustack.ai'],
+      apiVersions: ['v1'],
+      operations: ['CREATE', 'UPDATE'],
+      resources: ['kvcachebackends'],
+    },
+  ],
+  failurePolicy: 'Fail',
+};
+
+export function backendAdmission(settings: Settings): AdmissionHandler {
+  return (req) => {
+    const obj = req.object as KVCacheBackend;
+    const old = req.operation === 'UPDATE' ? (req.oldObject as KVCacheBackend) : undefined;
+    const { errors, warnings } = validateBackend(obj, old, {
+      settingImage: settings.get('kv-cache-backend-image').trim(),
+    });
+    return errors.length ? { ...deny(errors.join('; ')), warnings } : allow(warnings);
+  };
+}

@@ -1,0 +1,54 @@
+// The admission webhook configurations this operator registers (pure): which requests reach which
+// path, and how the apiserver reaches the server (a Service in a cluster, a URL on the local cluster).
+import type { KubeObject } from '../kube/object.ts';
+
+export interface WebhookReach {
+  /** `https://host:port` of the webhook server; when set, used instead of the Service. */
+  url?: string;
+  service?: { namespace: string; name: string; port: number };
+}
+
+export interface HookSpec {
+  name: string;
+  path: string;
+  rules: { apiGroups: string[]; apiVersions: string[]; operations: string[]; resources: string[] }[];
+  failurePolicy: 'Fail' | 'Ignore';
+  objectSelector?: Record<string, unknown>;
+  namespaceSelector?: Record<string, unknown>;
+}
+
+export const validatingConfigurationName = 'kvpool-validation';
+export const mutatingConfigurationName = 'kvpool-mutation';
+
+function clientConfig(reach: WebhookReach, path: string, caBundle: string) {
+  const ca = Buffer.from(caBundle).toString('base64');
+  if (reach.url) return { url: `${reach.url}${path}`, caBundle: ca };
+  return { service: { ...reach.service!, path }, caBundle: ca };
+}
+
+export function renderWebhookConfiguration(
+  kind: 'ValidatingWebhookConfiguration' | 'MutatingWebhookConfiguration',
+  name: string,
+  hooks: HookSpec[],
+  reach: WebhookReach,
+  caBundle: string,
+): KubeObject {
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind,
+    metadata: { name, labels: { 'app.kubernetes.io/part-of': 'kvpool' } },
+    webhooks: hooks.map((h) => ({
+      name: h.name,
+      clientConfig: clientConfig(reach, h.path, caBundle),
+      rules: h.rules.map((r) => ({ ...r, scope: '*' })),
+      failurePolicy: h.failurePolicy,
+      sideEffects: 'None',
+      admissionReviewVersions: ['v1'],
+      timeoutSeconds: 10,
+      matchPolicy: 'Equivalent',
+      ...(h.objectSelector ? { objectSelector: h.objectSelector } : {}),
+      ...(h.namespaceSelector ? { namespaceSelector: h.namespaceSelector } : {}),
+      ...(kind === 'MutatingWebhookConfiguration' ? { reinvocationPolicy: 'IfNeeded' } : {}),
+    })),
+  } as KubeObject;
+}
