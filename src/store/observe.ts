@@ -33,6 +33,7 @@ export interface StoreObservation {
 }
 
 export const segmentListingCap = 5000;
+export const segmentIdentifierCap = 512 * 1024;
 
 function failed<T>(reason: string, err: unknown): Reading<T> {
   return { ok: false, reason, message: err instanceof Error ? err.message : String(err) };
@@ -45,10 +46,18 @@ export function parseHealth(body: string): Health {
 }
 
 export function parseSegments(body: string): Segment[] {
-  const d = JSON.parse(body) as { segments?: Record<string, unknown>[] };
+  const d = (JSON.parse(body) ?? {}) as { segments?: Record<string, unknown>[] };
   if (!Array.isArray(d.segments)) throw new Error('the /get_segments_detail reply has no segments field');
-  if (d.segments.length > segmentListingCap) {
-    throw new ListingTooLarge(d.segments.length);
+  const identifierBytes = d.segments.reduce(
+    (n, s) =>
+      n +
+      String(s.segment_id ?? '').length +
+      String(s.client_id ?? '').length +
+      String(s.segment_name ?? '').length,
+    0,
+  );
+  if (d.segments.length > segmentListingCap || identifierBytes > segmentIdentifierCap) {
+    throw new ListingTooLarge(d.segments.length, identifierBytes);
   }
   const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
   const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
@@ -65,8 +74,10 @@ export function parseSegments(body: string): Segment[] {
 }
 
 export class ListingTooLarge extends Error {
-  constructor(entries: number) {
-    super(`the master lists ${entries} segments, more than the ${segmentListingCap} this operator reads`);
+  constructor(entries: number, identifierBytes: number) {
+    super(
+      `the master lists ${entries} segments with ${identifierBytes} bytes of identifiers, more than the ${segmentListingCap} entries or ${segmentIdentifierCap} bytes this operator reads`,
+    );
     this.name = 'ListingTooLarge';
   }
 }
@@ -116,16 +127,16 @@ export interface Capacity {
  * external store). Undefined when a family it needs is missing.
  */
 export function capacityFrom(families: Families, includeFiles: boolean): Capacity | undefined {
-  const memTotal = gauge(families, 'master_total_capacity_bytes');
-  const memUsed = gauge(families, 'master_allocated_bytes');
-  if (memTotal === undefined || memUsed === undefined) return undefined;
-  let total = BigInt(Math.trunc(memTotal));
-  let used = BigInt(Math.trunc(memUsed));
-  if (includeFiles) {
-    const fileTotal = gauge(families, 'master_total_file_capacity_bytes');
-    const fileUsed = gauge(families, 'master_allocated_file_size_bytes');
-    if (fileTotal !== undefined && Number.isFinite(fileTotal)) total += BigInt(Math.trunc(fileTotal));
-    if (fileUsed !== undefined && Number.isFinite(fileUsed)) used += BigInt(Math.trunc(fileUsed));
-  }
-  return { total: total > maxInt64 ? maxInt64 : total, used: used > maxInt64 ? maxInt64 : used };
+  const read = (name: string) => {
+    const v = gauge(families, name);
+    // A reading that is not a finite number is no reading.
+    return v !== undefined && Number.isFinite(v) ? BigInt(Math.trunc(v)) : undefined;
+  };
+  const names = ['master_total_capacity_bytes', 'master_allocated_bytes'];
+  if (includeFiles) names.push('master_total_file_capacity_bytes', 'master_allocated_file_size_bytes');
+  const values = names.map(read);
+  if (values.some((v) => v === undefined)) return undefined;
+  const [memTotal, memUsed, fileTotal = 0n, fileUsed = 0n] = values as bigint[];
+  const saturate = (v: bigint) => (v > maxInt64 ? maxInt64 : v);
+  return { total: saturate(memTotal! + fileTotal), used: saturate(memUsed! + fileUsed) };
 }

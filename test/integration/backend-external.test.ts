@@ -110,4 +110,27 @@ describe('an external backend on a real master with two 64 MiB members', () => {
     await new Promise((r) => setTimeout(r, 3000));
     assert.equal((await get()).metadata.resourceVersion, before);
   });
+
+  it('holds deletion while a pool names it (Deleting, Deletable=False naming the pool), then goes', async () => {
+    const pool = { apiVersion: 'worker.gpustack.ai/v1', kind: 'KVCachePool', name: 'uses-external' };
+    await cluster.client.create({
+      ...pool,
+      metadata: { name: pool.name },
+      spec: { backends: [ref.name], quota: { total: '64Mi' } },
+    } as KubeObject);
+    await until('the pool in usedBy', (b) => b.status?.usedBy?.some((u) => u.name === pool.name) === true);
+    await cluster.client.delete(ref);
+    const held = await until('Deleting', (b) => b.status?.phase === 'Deleting');
+    const deletable = condition(held, 'Deletable');
+    assert.equal(deletable?.status, 'False');
+    assert.match(deletable?.message ?? '', /KVCachePool\/uses-external/);
+    assert.match(held.status?.phaseMessage ?? '', /uses-external/);
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.ok(await cluster.client.find(ref), 'still held while the pool exists');
+    await cluster.client.delete(pool);
+    await waitFor(async () => ((await cluster.client.find(ref)) ? undefined : true), {
+      what: 'the backend to go',
+      timeoutMs: 10_000,
+    });
+  });
 });

@@ -247,7 +247,7 @@ describe('member DaemonSet', () => {
   it('requests the segment plus the local buffer as memory', () => {
     const group = { ...linuxDram, localBufferSize: '64Mi' };
     const resources = container(renderMemberDaemonSet(withGroup(step1, group), 0, ctx)).resources;
-    assert.deepEqual(resources, { requests: { memory: String(8 * 2 ** 30 + 64 * 2 ** 20) } });
+    assert.deepEqual(resources, { requests: { memory: '8256Mi' } }, '8Gi of segment plus 64Mi of buffer');
   });
 
   it('addresses the leader by Service, or by Lease only while an election runs', () => {

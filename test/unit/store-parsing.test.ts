@@ -124,7 +124,7 @@ describe('capacityFrom', () => {
 
   it('saturates at the largest int64', () => {
     const f = parsePrometheusText(
-      'master_total_capacity_bytes 9e18\nmaster_allocated_bytes 0\nmaster_total_file_capacity_bytes 9e18\n',
+      'master_total_capacity_bytes 9e18\nmaster_allocated_bytes 0\nmaster_total_file_capacity_bytes 9e18\nmaster_allocated_file_size_bytes 0\n',
     );
     assert.equal(capacityFrom(f, true)?.total, (1n << 63n) - 1n);
   });

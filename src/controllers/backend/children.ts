@@ -20,14 +20,16 @@ function runsUnelected(d: Deployment | undefined): boolean {
   return args.includes('--election=None');
 }
 
-/** True while the Deployment has Pods of an older template, or has not observed its spec. */
-function rollingOut(d: Deployment): boolean {
-  const s = d.status ?? {};
-  return (
-    (s.observedGeneration ?? 0) < (d.metadata.generation ?? 0) ||
-    (s.updatedReplicas ?? 0) !== (s.replicas ?? 0) ||
-    (s.replicas ?? 0) !== (d.spec?.replicas ?? 0)
-  );
+/** Leader Pods still running a template without an election (left over from before the switch). */
+function unelectedPods(informers: BackendInformers, backend: KVCacheBackend): number {
+  return informers.pods
+    .byIndex(byInstance, backend.metadata.name!)
+    .filter((p) => p.metadata.labels?.[componentLabel] === 'leader' && !p.metadata.deletionTimestamp)
+    .filter((p) =>
+      (
+        (p as Deployment).spec as { containers?: { args?: string[] }[] } | undefined
+      )?.containers?.[0]?.args?.includes('--election=None'),
+    ).length;
 }
 
 export async function syncChildren(
@@ -46,7 +48,7 @@ export async function syncChildren(
   if (
     wantedReplicas > 1 &&
     liveLeader &&
-    (runsUnelected(liveLeader) || ((liveLeader.spec?.replicas ?? 1) <= 1 && rollingOut(liveLeader)))
+    (runsUnelected(liveLeader) || unelectedPods(informers, backend) > 0)
   ) {
     rendered = renderBackend(backend, { ...renderCtx, leaderReplicasOverride: 1 });
     replicasPending = true;

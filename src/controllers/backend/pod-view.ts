@@ -33,10 +33,16 @@ export interface PodView {
 /** Waiting reasons that are progress, not faults. */
 const progress = new Set(['ContainerCreating', 'PodInitializing']);
 
+/** Foreign text in a message is clipped to 2048 characters (code points), marked as clipped. */
+export function clipForeign(text: string, limit = 2048): string {
+  const chars = [...text];
+  return chars.length <= limit ? text : `${chars.slice(0, limit).join('')}… (truncated)`;
+}
+
 function crashFault(s: ContainerStatus, reason: string): { reason: string; message: string } {
   const t = s.lastState?.terminated;
   const detail = t
-    ? `, last exit code ${t.exitCode ?? '?'}${t.message ? `: ${t.message.slice(0, 2048)}` : ''}`
+    ? `, last exit code ${t.exitCode ?? '?'}${t.message ? `: ${clipForeign(t.message)}` : ''}`
     : '';
   return { reason, message: `container ${s.name} restarted ${s.restartCount ?? 0} times${detail}` };
 }
@@ -62,10 +68,16 @@ export function viewPod(pod: Pod, role: 'Leader' | 'Member'): PodView {
     return view;
   }
   for (const s of status.initContainerStatuses ?? []) {
-    if (s.state?.waiting?.reason === 'CrashLoopBackOff') {
-      view.fault = crashFault(s, `${role}InitCrashLooping`);
-      return view;
-    }
+    const waiting = s.state?.waiting;
+    if (!waiting?.reason || progress.has(waiting.reason)) continue;
+    view.fault =
+      waiting.reason === 'CrashLoopBackOff'
+        ? crashFault(s, `${role}InitCrashLooping`)
+        : {
+            reason: waiting.reason,
+            message: clipForeign(`init container ${s.name}: ${waiting.message ?? waiting.reason}`),
+          };
+    return view;
   }
   for (const s of status.containerStatuses ?? []) {
     const waiting = s.state?.waiting;
@@ -73,7 +85,7 @@ export function viewPod(pod: Pod, role: 'Leader' | 'Member'): PodView {
     view.fault =
       waiting.reason === 'CrashLoopBackOff'
         ? crashFault(s, `${role}CrashLooping`)
-        : { reason: waiting.reason, message: waiting.message ?? waiting.reason };
+        : { reason: waiting.reason, message: clipForeign(waiting.message ?? waiting.reason) };
     return view;
   }
   return view;

@@ -20,7 +20,7 @@ import {
   memberComponent,
   memberDaemonSetName,
 } from './labels.ts';
-import { parseQuantityBytes } from './quantity.ts';
+import { formatBinarySI, parseQuantityBytes } from './quantity.ts';
 import type { BackendRenderContext } from './render.ts';
 import {
   type EnvVar,
@@ -118,7 +118,7 @@ function memberResources(backend: KVCacheBackend, group: MemberGroup) {
   const memory = parseQuantityBytes(group.localBufferSize ?? 0) + segment;
   const limits = fabricLimits(backend, group);
   return {
-    ...(memory > 0n ? { requests: { memory: String(memory) } } : {}),
+    ...(memory > 0n ? { requests: { memory: formatBinarySI(memory) } } : {}),
     ...(limits ? { limits } : {}),
   };
 }

@@ -1,0 +1,224 @@
+// A managed backend on a real control plane with kube-controller-manager and kube-scheduler: every
+// rendered object exists with its fields, the Deployment and DaemonSet controllers act on them, a
+// node-selector edit keeps the members, an image edit recreates them, and HA keeps the first leader.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { parse } from 'yaml';
+import type { KVCacheBackend } from '../../src/api/types.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
+import { projectRoot } from '../../src/local/toolchain.ts';
+import { waitFor } from '../../src/local/wait-for.ts';
+import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
+
+const ns = 'gpustack-system';
+const seed = (file: string) =>
+  parse(readFileSync(join(projectRoot, '..', 'shared', 'seed', 'manifests', file), 'utf8')) as KubeObject;
+// Tests read deep into built-in objects; a loose shape keeps the assertions readable.
+// biome-ignore lint/suspicious/noExplicitAny: test-only access to arbitrary object fields
+type Loose = any;
+type Obj = KubeObject & { spec: Loose; status?: Loose };
+const hashKey = 'kvcache.gpustack.ai/pod-spec-hash';
+
+describe('a managed backend (Step 1, then Step 4) with the Deployment and DaemonSet controllers running', () => {
+  let cluster: IsolatedCluster;
+  let operator: InProcessOperator;
+  const get = (kind: string, name: string, apiVersion = 'apps/v1') =>
+    cluster.client.get<Obj>({ apiVersion, kind, namespace: ns, name });
+  const pods = async (component: string) =>
+    (
+      await cluster.client.list<Obj>(
+        { apiVersion: 'v1', kind: 'Pod', namespace: ns },
+        { labelSelector: `app.kubernetes.io/component=${component}` },
+      )
+    ).items;
+  const until = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000) =>
+    waitFor(probe, { what, timeoutMs, intervalMs: 100 });
+  const editBackend = async (edit: (b: KVCacheBackend) => void) => {
+    for (;;) {
+      const b = await cluster.client.get<KVCacheBackend>({
+        apiVersion: 'worker.gpustack.ai/v1',
+        kind: 'KVCacheBackend',
+        name: 'mooncake-dram',
+      });
+      edit(b);
+      try {
+        return await cluster.client.replace(b);
+      } catch (e) {
+        if (!String(e).includes('modified')) throw e;
+      }
+    }
+  };
+
+  before(async () => {
+    cluster = await startIsolatedCluster({ controllers: true });
+    await cluster.client.create({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: ns },
+    } as KubeObject);
+    // Two Nodes as a kubelet would register them: Ready, with allocatable memory, no not-ready taint.
+    for (const node of ['node-a', 'node-b']) {
+      const ref = { apiVersion: 'v1', kind: 'Node', name: node };
+      await cluster.client.create({
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: { name: node, labels: { 'kubernetes.io/os': 'linux', 'kubernetes.io/hostname': node } },
+      } as KubeObject);
+      await cluster.client.mergePatch(ref, { spec: { taints: null } });
+      const capacity = { cpu: '8', memory: '64Gi', pods: '110' };
+      await cluster.client.mergePatch(
+        ref,
+        {
+          status: {
+            capacity,
+            allocatable: capacity,
+            conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'ready' }],
+          },
+        },
+        'status',
+      );
+    }
+    operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
+    await cluster.client.create(seed('step-1-store.yaml'));
+  });
+  after(async () => {
+    await operator?.stop();
+    await cluster?.stop();
+  });
+
+  it('renders the leader Deployment, Service, election RBAC and one member DaemonSet', async () => {
+    const deploy = await until('the leader Deployment', () =>
+      get('Deployment', 'mooncake-dram-leader').catch(() => undefined),
+    );
+    assert.equal(deploy.spec.replicas, 1);
+    assert.equal(deploy.spec.strategy.type, 'Recreate');
+    const leader = deploy.spec.template.spec.containers[0];
+    assert.deepEqual(leader.command, ['kvpool-store']);
+    assert.ok(
+      leader.args.includes('--election=Kubernetes') && leader.args.includes('-enable_multi_tenants=true'),
+    );
+    assert.equal(deploy.spec.template.spec.serviceAccountName, 'mooncake-dram-leader');
+    const svc = await get('Service', 'mooncake-dram-leader', 'v1');
+    assert.deepEqual(
+      svc.spec.ports.map((p: { name: string; port: number }) => [p.name, p.port]),
+      [
+        ['rpc', 50051],
+        ['admin', 9003],
+      ],
+    );
+    const role = await cluster.client.get<KubeObject & { rules: { resources: string[]; verbs: string[] }[] }>(
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        namespace: ns,
+        name: 'mooncake-dram-leader',
+      },
+    );
+    assert.deepEqual(role.rules.find((r) => r.resources.includes('leases'))?.verbs, [
+      'create',
+      'get',
+      'update',
+    ]);
+    await get('RoleBinding', 'mooncake-dram-member', 'rbac.authorization.k8s.io/v1');
+    const ds = await get('DaemonSet', 'mooncake-dram-member-0');
+    assert.equal(ds.spec.updateStrategy.type, 'OnDelete');
+    assert.match(ds.spec.template.metadata.annotations[hashKey], /^[0-9a-f]{64}$/);
+    assert.equal(ds.spec.template.spec.containers[0].resources.requests.memory, '8Gi');
+    for (const o of [deploy, svc, ds]) assert.equal(o.metadata.ownerReferences?.[0]?.kind, 'KVCacheBackend');
+  });
+
+  it('is acted on by the real Deployment and DaemonSet controllers', async () => {
+    await until('a leader Pod from the ReplicaSet', async () =>
+      (await pods('leader')).length === 1 ? true : undefined,
+    );
+    const ds = await until('the DaemonSet to want a Pod on both nodes', async () => {
+      const d = await get('DaemonSet', 'mooncake-dram-member-0');
+      return d.status?.desiredNumberScheduled === 2 ? d : undefined;
+    });
+    assert.equal(ds.status?.desiredNumberScheduled, 2);
+    const members = await until('two member Pods', async () => {
+      const p = await pods('member-0');
+      return p.length === 2 ? p : undefined;
+    });
+    assert.deepEqual(members.map((p) => p.spec.nodeName).sort(), ['node-a', 'node-b']);
+    const b = await cluster.client.get<KVCacheBackend>({
+      apiVersion: 'worker.gpustack.ai/v1',
+      kind: 'KVCacheBackend',
+      name: 'mooncake-dram',
+    });
+    assert.equal(b.status?.phase, 'Provisioning', 'no kubelet runs these Pods, so the leader never starts');
+    assert.deepEqual(
+      b.status?.endpoints?.find((e) => e.name === 'Client'),
+      { name: 'Client', address: 'mooncake-dram-leader.gpustack-system.svc:50051' },
+    );
+    assert.equal(b.status?.capacity, undefined, 'capacity is absent until the store reports it');
+  });
+
+  it('keeps the member Pods when the node selector is edited (the pod-spec hash ignores it)', async () => {
+    const before = await get('DaemonSet', 'mooncake-dram-member-0');
+    const podNames = (await pods('member-0')).map((p) => p.metadata.name).sort();
+    await editBackend((b) => {
+      b.spec.connection.managed!.members[0]!.nodeSelector = {
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/hostname': 'node-a',
+      };
+    });
+    const after = await until('the DaemonSet to take the new selector', async () => {
+      const d = await get('DaemonSet', 'mooncake-dram-member-0');
+      return d.spec.template.spec.nodeSelector['kubernetes.io/hostname'] === 'node-a' ? d : undefined;
+    });
+    assert.equal(
+      after.spec.template.metadata.annotations[hashKey],
+      before.spec.template.metadata.annotations[hashKey],
+    );
+    await new Promise((r) => setTimeout(r, 1500));
+    const survivors = (await pods('member-0')).map((p) => p.metadata.name);
+    assert.ok(
+      survivors.includes(podNames.find((n) => survivors.includes(n))!),
+      'the member on the still-selected node is not recreated',
+    );
+  });
+
+  it('raises the leader to 3 replicas for Step 4, keeping the first leader Pod', async () => {
+    const first = (await pods('leader')).map((p) => p.metadata.uid);
+    await cluster.client.apply(seed('step-4-ha.yaml'), { fieldManager: 'walkthrough' });
+    const deploy = await until('3 replicas', async () => {
+      const d = await get('Deployment', 'mooncake-dram-leader');
+      return d.spec.replicas === 3 ? d : undefined;
+    });
+    assert.equal(deploy.spec.strategy.type, 'RollingUpdate');
+    assert.deepEqual(deploy.spec.strategy.rollingUpdate, { maxSurge: 1, maxUnavailable: 3 });
+    assert.equal(deploy.spec.progressDeadlineSeconds, 2147483647);
+    const leaders = await until('three leader Pods', async () => {
+      const p = await pods('leader');
+      return p.length === 3 ? p : undefined;
+    });
+    assert.ok(
+      first.every((uid) => leaders.some((p) => p.metadata.uid === uid)),
+      'the first leader Pod is kept',
+    );
+  });
+  it('recreates the member Pods when the image changes (the hash moves)', async () => {
+    const before = await get('DaemonSet', 'mooncake-dram-member-0');
+    const old = new Set((await pods('member-0')).map((p) => p.metadata.uid));
+    await editBackend((b) => {
+      b.spec.image = 'registry.example.com/kvpool-store:2.0';
+    });
+    const after = await until('a new hash', async () => {
+      const d = await get('DaemonSet', 'mooncake-dram-member-0');
+      return d.spec.template.metadata.annotations[hashKey] !==
+        before.spec.template.metadata.annotations[hashKey]
+        ? d
+        : undefined;
+    });
+    assert.equal(after.spec.template.spec.containers[0].image, 'registry.example.com/kvpool-store:2.0');
+    // No kubelet runs here to finish a Pod's termination: the operator's part is deleting the old ones.
+    await until('every old member Pod deleted by the operator', async () => {
+      const stale = (await pods('member-0')).filter((p) => old.has(p.metadata.uid));
+      return stale.length > 0 && stale.every((p) => p.metadata.deletionTimestamp) ? true : undefined;
+    });
+  });
+});
