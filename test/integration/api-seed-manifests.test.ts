@@ -1,15 +1,12 @@
 // The walkthrough's manifests, applied verbatim to the real apiserver, are accepted and stored with the
 // specified defaults; `kubectl get` prints the specified columns.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { KVCacheBackend, KVCachePoolBinding, ModelDeployment } from '../../src/api/types.ts';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
-import { projectRoot } from '../../src/local/toolchain.ts';
 import { ensureNamespace, kubectl, testClient } from '../support/cluster.ts';
+import { seedFiles, seedText } from '../support/seed.ts';
 
-const seedDir = join(projectRoot, '..', 'shared', 'seed', 'manifests');
 const instanceType = 'local-cpu';
 const v1 = 'worker.gpustack.ai/v1';
 
@@ -32,9 +29,7 @@ describe('the walkthrough manifests', () => {
   after(() => client.close());
 
   it('applies every step verbatim (INSTANCE_TYPE replaced by a real InstanceType)', async () => {
-    const files = readdirSync(seedDir)
-      .filter((f) => f.endsWith('.yaml'))
-      .sort();
+    const files = seedFiles();
     assert.deepEqual(files, [
       'step-1-store.yaml',
       'step-2-pool-binding.yaml',
@@ -44,7 +39,7 @@ describe('the walkthrough manifests', () => {
       'step-6-second-team.yaml',
     ]);
     for (const file of files) {
-      const text = readFileSync(join(seedDir, file), 'utf8').replaceAll('INSTANCE_TYPE', instanceType);
+      const text = seedText(file, instanceType);
       const out = await kubectl(['apply', '--server-side', '--field-manager=walkthrough', '-f', '-'], text);
       assert.match(out, /serverside-applied/, `${file}: ${out}`);
     }

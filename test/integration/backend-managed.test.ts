@@ -2,20 +2,16 @@
 // rendered object exists with its fields, the Deployment and DaemonSet controllers act on them, a
 // node-selector edit keeps the members, an image edit recreates them, and HA keeps the first leader.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { parse } from 'yaml';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { projectRoot } from '../../src/local/toolchain.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
+import { seedObjects } from '../support/seed.ts';
 
 const ns = 'gpustack-system';
-const seed = (file: string) =>
-  parse(readFileSync(join(projectRoot, '..', 'shared', 'seed', 'manifests', file), 'utf8')) as KubeObject;
+const seed = (file: string) => seedObjects(file)[0]!;
 // Tests read deep into built-in objects; a loose shape keeps the assertions readable.
 // biome-ignore lint/suspicious/noExplicitAny: test-only access to arbitrary object fields
 type Loose = any;

@@ -1,0 +1,37 @@
+// The walkthrough's manifests, which every developer and CI run has beside the checkout (../shared).
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import type { KubeObject } from '../../src/kube/object.ts';
+import { projectRoot } from '../../src/local/toolchain.ts';
+
+export const seedDir = join(projectRoot, '..', 'shared', 'seed', 'manifests');
+
+function requireSeed(): void {
+  if (!existsSync(seedDir)) {
+    throw new Error(
+      `the walkthrough manifests are expected at ${seedDir} (../shared/seed/manifests beside the checkout)`,
+    );
+  }
+}
+
+export function seedFiles(): string[] {
+  requireSeed();
+  return readdirSync(seedDir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort();
+}
+
+/** A step's manifest text, with INSTANCE_TYPE replaced when an instance type is given. */
+export function seedText(file: string, instanceType?: string): string {
+  requireSeed();
+  const text = readFileSync(join(seedDir, file), 'utf8');
+  return instanceType ? text.replaceAll('INSTANCE_TYPE', instanceType) : text;
+}
+
+/** A step's objects. */
+export function seedObjects(file: string, instanceType?: string): KubeObject[] {
+  return parseAllDocuments(seedText(file, instanceType))
+    .map((d) => d.toJSON() as KubeObject)
+    .filter(Boolean);
+}
