@@ -7,6 +7,7 @@ import type { Manager } from '../kube/manager.ts';
 import { StoreWatcher } from '../store/store-watcher.ts';
 import { BackendReconciler } from './backend/reconciler.ts';
 import type { OperatorContext } from './context.ts';
+import { PoolReconciler } from './pool/reconciler.ts';
 import { Settings } from './settings.ts';
 
 export interface OperatorOptions {
@@ -31,5 +32,7 @@ export function buildContext(client: KubeClient, options: OperatorOptions): Oper
 export function registerControllers(manager: Manager, ctx: OperatorContext, options: OperatorOptions): void {
   const backend = new BackendReconciler(ctx, { observeIntervalMs: options.observeIntervalMs });
   manager.addController(backend.controller);
+  const pool = new PoolReconciler(ctx);
+  manager.addController(pool.controller);
   for (const informer of ctx.informers.all()) manager.addInformer(informer);
 }

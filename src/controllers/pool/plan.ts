@@ -1,0 +1,96 @@
+// What one master's tenant ledger should hold (KV-cache spec §5.3), decided from every pool and Binding
+// on that backend. Pure: the reconciler executes the plan against the master.
+import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
+import type { LedgerEntry } from '../../store/tenant-ledger.ts';
+import { parseQuantityBytes } from '../backend/quantity.ts';
+
+export interface Claim {
+  domain: string;
+  binding: KVCachePoolBinding;
+  pool: string;
+  bytes: bigint;
+}
+
+export interface LedgerPlan {
+  /** One tenant per uncontested, non-releasing Binding: requested = its ceiling, verbatim. */
+  desired: Map<string, Claim>;
+  /** Domains two or more Bindings on this master claim: managed for neither. */
+  contested: Map<string, Claim[]>;
+  /** Bindings being deleted with no workload holding them: their entries go first. */
+  releasing: KVCachePoolBinding[];
+  /** Bindings being deleted but held by workloads: they keep their claim and quota. */
+  held: KVCachePoolBinding[];
+  puts: { tenant: string; bytes: bigint }[];
+  deletes: string[];
+}
+
+export function bindingKey(b: KVCachePoolBinding): string {
+  return `${b.metadata.namespace}/${b.metadata.name}`;
+}
+
+export function domainOf(b: KVCachePoolBinding): string {
+  return b.spec.domain.name ?? 'default';
+}
+
+export interface PlanInput {
+  pools: KVCachePool[];
+  bindings: KVCachePoolBinding[];
+  /** Whether a Binding is held by workloads (its usedBy is non-empty). */
+  isHeld: (b: KVCachePoolBinding) => boolean;
+  /** The ledger as listed this pass; undefined when it could not be read. */
+  ledger: LedgerEntry[] | undefined;
+  /** Domains this operator registered before (pool status registries on this master). */
+  registered: Set<string>;
+}
+
+export function planLedger(input: PlanInput): LedgerPlan {
+  const releasing: KVCachePoolBinding[] = [];
+  const held: KVCachePoolBinding[] = [];
+  const byDomain = new Map<string, Claim[]>();
+  for (const b of input.bindings) {
+    if (b.metadata.deletionTimestamp) {
+      if (!input.isHeld(b)) {
+        releasing.push(b);
+        continue;
+      }
+      held.push(b);
+    }
+    const claim = {
+      domain: domainOf(b),
+      binding: b,
+      pool: b.spec.poolRef.name,
+      bytes: parseQuantityBytes(b.spec.quota.ceiling),
+    };
+    byDomain.set(claim.domain, [...(byDomain.get(claim.domain) ?? []), claim]);
+  }
+  const desired = new Map<string, Claim>();
+  const contested = new Map<string, Claim[]>();
+  for (const [domain, claims] of byDomain) {
+    if (claims.length === 1) desired.set(domain, claims[0]!);
+    else contested.set(domain, claims);
+  }
+  const ledger = new Map((input.ledger ?? []).map((e) => [e.tenant, e]));
+  const puts = [...desired.values()]
+    .filter(
+      (c) =>
+        ledger.get(c.domain)?.requestedBytes !== Number(c.bytes) || !ledger.get(c.domain)?.explicitPolicy,
+    )
+    .map((c) => ({ tenant: c.domain, bytes: c.bytes }))
+    .sort((a, b) => compare(a.tenant, b.tenant));
+  const ours = new Set([...input.registered, ...releasing.map(domainOf)]);
+  const deletes = [...ours]
+    .filter((d) => !desired.has(d) && !contested.has(d) && ledger.get(d)?.explicitPolicy === true)
+    .sort(compare);
+  return {
+    desired,
+    contested,
+    releasing,
+    held,
+    puts: input.ledger ? puts : [],
+    deletes: input.ledger ? deletes : [],
+  };
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

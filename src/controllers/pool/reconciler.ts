@@ -1,0 +1,211 @@
+// The pool controller: one pass per master converges its tenant ledger with every pool and Binding on
+// that backend, seeds the leader's policy ConfigMap, reads the grants back from one scrape, and writes
+// every Binding's and pool's status. Bindings have no controller of their own.
+import type { UsedByEntry } from '../../api/schema.ts';
+import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
+import { Controller, type ReconcileResult } from '../../kube/controller.ts';
+import type { KubeObject } from '../../kube/object.ts';
+import { gauge } from '../../store/prometheus.ts';
+import { allocatableBytes, tenantFigures } from '../../store/tenant-metrics.ts';
+import { applyChild, applyStatus, ensureFinalizer, removeFinalizer } from '../apply.ts';
+import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../backend/view.ts';
+import { byBackend } from '../backend/watches.ts';
+import { mergeConditions } from '../conditions.ts';
+import type { OperatorContext } from '../context.ts';
+import { executeLedger, type LedgerOutcome } from './ledger.ts';
+import { domainOf, planLedger } from './plan.ts';
+import { renderSeedConfigMap } from './seed-policy.ts';
+import { type Decision, decideBinding, decidePool, type MasterReport } from './status.ts';
+import {
+  byBindingRef,
+  byPool,
+  type PoolInformers,
+  poolInformers,
+  unpooledKey,
+  wirePoolWatches,
+} from './watches.ts';
+
+export class PoolReconciler {
+  readonly controller: Controller;
+  private readonly ctx: OperatorContext;
+  private readonly informers: PoolInformers;
+  private readonly observeIntervalMs: number;
+  private readonly appliedOnce = new Set<string>();
+
+  constructor(ctx: OperatorContext, options: { observeIntervalMs?: number } = {}) {
+    this.ctx = ctx;
+    this.observeIntervalMs = options.observeIntervalMs ?? 30_000;
+    this.informers = poolInformers(ctx);
+    this.controller = new Controller({
+      name: 'kvcachepool',
+      concurrency: 2,
+      reconcile: (key) => this.reconcile(key),
+    });
+    wirePoolWatches(this.controller, this.informers);
+  }
+
+  /** Workloads naming a Binding (ModelDeployments in its namespace), which hold its deletion. */
+  usedBy(b: KVCachePoolBinding): UsedByEntry[] {
+    return this.informers.modelDeployments
+      .byIndex(byBindingRef, `${b.metadata.namespace}/${b.metadata.name}`)
+      .map((m) => ({ kind: 'ModelDeployment', namespace: '', name: m.metadata.name! }))
+      .sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult | undefined> {
+    if (key === unpooledKey) return this.reconcileUnpooled();
+    const backend = this.informers.backends.get(key);
+    const pools = this.informers.pools.byIndex(byBackend, key);
+    const bindings = pools.flatMap((p) => this.informers.bindings.byIndex(byPool, p.metadata.name!));
+    if (pools.length === 0 && !backend) {
+      this.ctx.store.unwatch(this.ctx.store.subscriptions(`pool/${key}`)[0] ?? '', `pool/${key}`);
+      return undefined;
+    }
+    // Locked before anything is written to the master, so no ledger entry outlives its Binding.
+    for (const o of [...pools, ...bindings])
+      if (!o.metadata.deletionTimestamp) await ensureFinalizer(this.ctx.client, o);
+
+    const report: MasterReport = { ledgerOff: false, retained: new Set() };
+    const address = this.resolve(key, backend, report);
+    const registered = new Set(pools.flatMap((p) => (p.status?.domains ?? []).map((d) => d.name)));
+    let plan = planLedger({
+      pools,
+      bindings,
+      isHeld: (b) => this.usedBy(b).length > 0,
+      ledger: undefined,
+      registered,
+    });
+    let outcome: LedgerOutcome | undefined;
+    if (address && !report.ledgerOff) {
+      outcome = await executeLedger(address, {
+        pools,
+        bindings,
+        isHeld: (b) => this.usedBy(b).length > 0,
+        registered,
+      });
+      plan = outcome.plan;
+      report.ledgerOff = outcome.ledgerOff;
+      report.ledgerFailure = outcome.failure;
+      report.retained = outcome.retained;
+    }
+    if (backend?.spec.connection.managed) await this.seed(backend, plan, outcome);
+    await this.readBack(address, report, outcome?.wrote ?? false);
+
+    const releasedAll = !backend || report.ledgerOff;
+    for (const b of plan.releasing) {
+      const failure = outcome?.deleteFailures.get(domainOf(b));
+      if (releasedAll || (outcome && !failure && !outcome.failure)) await removeFinalizer(this.ctx.client, b);
+      else await this.writeStatus(b, decideBinding(b, plan, report, [], failure ?? outcome?.failure));
+    }
+    for (const b of bindings.filter((x) => !plan.releasing.includes(x))) {
+      await this.writeStatus(b, decideBinding(b, plan, report, this.usedBy(b)));
+    }
+    for (const p of pools) {
+      const own = bindings.filter((b) => b.spec.poolRef.name === p.metadata.name);
+      const d = decidePool(p, own, plan, report);
+      await this.writeStatus(p, d);
+      if (
+        p.metadata.deletionTimestamp &&
+        d.conditions.find((x) => x.type === 'Releasable')?.status === 'True'
+      ) {
+        await removeFinalizer(this.ctx.client, p);
+      }
+    }
+    return { requeueAfterMs: this.observeIntervalMs };
+  }
+
+  /** Fills how the pool's backend resolves; returns the master's admin address when there is one. */
+  private resolve(
+    key: string,
+    backend: KVCacheBackend | undefined,
+    report: MasterReport,
+  ): string | undefined {
+    if (!backend) {
+      report.unresolved = {
+        reason: 'BackendNotFound',
+        message: `KVCacheBackend ${key} does not exist; create it, or delete this pool`,
+      };
+      return undefined;
+    }
+    report.clientEndpoint = backend.status?.endpoints?.find((e) => e.name === 'Client')?.address;
+    const published = backend.status?.endpoints?.some((e) => e.name === 'Admin');
+    if (!published) {
+      report.unresolved = {
+        reason: 'EndpointsNotPublished',
+        message: `backend ${key} has published no Admin endpoint yet`,
+      };
+      return undefined;
+    }
+    if (backend.spec.connection.managed?.leader.multiTenancy === false) report.ledgerOff = true;
+    const managed = Boolean(backend.spec.connection.managed);
+    const address = managed
+      ? managedAdminAddress(this.informers, backend, leaseHolder(this.informers, backend, this.ctx.namespace))
+      : externalAdminAddress(backend);
+    const id = `pool/${key}`;
+    for (const a of this.ctx.store.subscriptions(id)) if (a !== address) this.ctx.store.unwatch(a, id);
+    if (address) this.ctx.store.watch(address, id, () => this.controller.enqueue(key));
+    else if (!report.ledgerOff)
+      report.ledgerFailure = {
+        kind: 'LedgerUnreachable',
+        message: `no leader of backend ${key} is ready to answer`,
+      };
+    return address;
+  }
+
+  private async seed(
+    backend: KVCacheBackend,
+    plan: ReturnType<typeof planLedger>,
+    outcome: LedgerOutcome | undefined,
+  ) {
+    const tenants = new Map<string, bigint>([...plan.desired].map(([d, claim]) => [d, claim.bytes]));
+    for (const [d, entry] of outcome?.kept ?? []) tenants.set(d, BigInt(entry.requestedBytes));
+    const cm = renderSeedConfigMap(backend, this.ctx.namespace, tenants);
+    await applyChild(
+      this.ctx.client,
+      cm,
+      this.informers.policies.get(cm.metadata.name!, this.ctx.namespace),
+      this.appliedOnce,
+    );
+  }
+
+  /** One scrape per master per pass: fresh after a ledger write, else the watcher's latest. */
+  private async readBack(address: string | undefined, report: MasterReport, wrote: boolean) {
+    if (!address) return;
+    const o = wrote
+      ? await this.ctx.store.refresh(address)
+      : (this.ctx.store.latest(address) ?? (await this.ctx.store.refresh(address)));
+    if (!o.metrics?.ok) return;
+    report.figures = tenantFigures(o.metrics.value);
+    report.allocatableBytes = report.ledgerOff
+      ? gauge(o.metrics.value, 'master_total_capacity_bytes')
+      : allocatableBytes(o.metrics.value);
+  }
+
+  private async writeStatus(obj: KVCachePool | KVCachePoolBinding, d: Decision<Record<string, unknown>>) {
+    await applyStatus(this.ctx.client, obj as KubeObject & { status?: Record<string, unknown> }, {
+      phase: d.phase,
+      phaseMessage: d.phaseMessage,
+      conditions: mergeConditions(obj.status?.conditions, d.conditions, obj.metadata.generation, new Date()),
+      ...d.status,
+    });
+  }
+
+  /** Bindings naming a pool that does not exist: nothing is owed to any master. */
+  private async reconcileUnpooled(): Promise<ReconcileResult | undefined> {
+    for (const b of this.informers.bindings.list()) {
+      if (this.informers.pools.get(b.spec.poolRef.name)) continue;
+      if (b.metadata.deletionTimestamp) {
+        if (this.usedBy(b).length === 0) await removeFinalizer(this.ctx.client, b);
+        continue;
+      }
+      const message = `KVCachePool ${b.spec.poolRef.name} does not exist; ask an administrator to create it, or fix spec.poolRef`;
+      await this.writeStatus(b, {
+        phase: 'Error',
+        phaseMessage: message,
+        conditions: [{ type: 'QuotaObserved', status: 'False', reason: 'PoolNotFound', message }],
+        status: this.usedBy(b).length ? { usedBy: this.usedBy(b) } : {},
+      });
+    }
+    return undefined;
+  }
+}

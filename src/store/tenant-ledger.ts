@@ -1,0 +1,112 @@
+// The master's tenant-quota ledger through its admin API (/api/v1/tenant_quotas): list, set a
+// tenant's requested bytes, delete a tenant. Failures are classified the way pool conditions name them.
+import { failure, StoreAdminClient, StoreRequestFailed, StoreUnreachable } from './admin-client.ts';
+
+export interface LedgerEntry {
+  tenant: string;
+  requestedBytes: number;
+  effectiveBytes?: number;
+  chargedBytes?: number;
+  overQuota?: boolean;
+  explicitPolicy: boolean;
+}
+
+/** Why a ledger request failed, in the pool's reason vocabulary. */
+export type LedgerFailure =
+  | { kind: 'MultiTenancyDisabled'; message: string }
+  | { kind: 'QuotaPolicyNotWritable'; message: string }
+  | { kind: 'TenantNotEmpty'; message: string }
+  | { kind: 'LedgerUnreachable'; message: string };
+
+/** Mooncake error codes the operator reads (mooncake-store types). */
+const unavailableInCurrentMode = -1011;
+const tenantNotEmpty = -1702;
+
+export class LedgerError extends Error {
+  readonly failure: LedgerFailure;
+  constructor(failure: LedgerFailure) {
+    super(failure.message);
+    this.name = 'LedgerError';
+    this.failure = failure;
+  }
+}
+
+export function classifyLedgerError(err: unknown): LedgerFailure {
+  if (err instanceof StoreRequestFailed) {
+    if (err.errorCode === unavailableInCurrentMode && err.status === 409) {
+      return {
+        kind: 'MultiTenancyDisabled',
+        message: 'the master runs without multi-tenancy (UNAVAILABLE_IN_CURRENT_MODE)',
+      };
+    }
+    if (err.errorCode === tenantNotEmpty)
+      return {
+        kind: 'TenantNotEmpty',
+        message: 'the master refuses to drop a tenant that still holds data (TENANT_NOT_EMPTY)',
+      };
+    if (/persist|write|save|policy/i.test(err.errorMessage ?? '')) {
+      return {
+        kind: 'QuotaPolicyNotWritable',
+        message: `the master could not persist its tenant policy: ${err.message}`,
+      };
+    }
+    return { kind: 'LedgerUnreachable', message: err.message };
+  }
+  if (err instanceof StoreUnreachable) return { kind: 'LedgerUnreachable', message: err.message };
+  return { kind: 'LedgerUnreachable', message: err instanceof Error ? err.message : String(err) };
+}
+
+interface WireEntry {
+  tenant_id: string;
+  requested_quota_bytes: number;
+  effective_quota_bytes?: number;
+  charged_bytes?: number;
+  over_quota?: boolean;
+  has_explicit_policy?: boolean;
+}
+
+function entryOf(w: WireEntry): LedgerEntry {
+  return {
+    tenant: w.tenant_id,
+    requestedBytes: w.requested_quota_bytes,
+    effectiveBytes: w.effective_quota_bytes,
+    chargedBytes: w.charged_bytes,
+    overQuota: w.over_quota,
+    explicitPolicy: w.has_explicit_policy ?? true,
+  };
+}
+
+export class TenantLedger {
+  private readonly client: StoreAdminClient;
+
+  constructor(adminAddress: string) {
+    this.client = new StoreAdminClient(adminAddress);
+  }
+
+  private async call(method: 'GET' | 'PUT' | 'DELETE', tenant?: string, body?: unknown): Promise<unknown> {
+    const path = `/api/v1/tenant_quotas${tenant === undefined ? '' : `?tenant_id=${encodeURIComponent(tenant)}`}`;
+    try {
+      const res = await this.client.call(method, path, body);
+      if (method === 'DELETE' && res.status === 404) return undefined;
+      if (res.status !== 200) throw failure(`${method} ${path}`, res);
+      return (JSON.parse(res.body) as { data?: unknown }).data;
+    } catch (err) {
+      throw new LedgerError(classifyLedgerError(err));
+    }
+  }
+
+  async list(): Promise<LedgerEntry[]> {
+    return (((await this.call('GET')) as WireEntry[] | null) ?? []).map(entryOf);
+  }
+
+  async put(tenant: string, requestedBytes: bigint): Promise<LedgerEntry> {
+    return entryOf(
+      (await this.call('PUT', tenant, { requested_quota_bytes: Number(requestedBytes) })) as WireEntry,
+    );
+  }
+
+  /** Deletes a tenant; an absent tenant counts as deleted. */
+  async delete(tenant: string): Promise<void> {
+    await this.call('DELETE', tenant);
+  }
+}
