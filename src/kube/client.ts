@@ -136,10 +136,14 @@ export class KubeClient {
     obj: T,
     query: { fieldManager?: string; dryRun?: boolean } = {},
   ): Promise<T> {
-    return this.request<T>('POST', await this.resources.collectionPath(refOf(obj)), {
-      body: obj,
-      query: { fieldManager: query.fieldManager, dryRun: query.dryRun ? 'All' : undefined },
-    });
+    return this.request<T>(
+      'POST',
+      await this.resources.collectionPath({ ...refOf(obj), namespace: obj.metadata.namespace ?? 'default' }),
+      {
+        body: obj,
+        query: { fieldManager: query.fieldManager, dryRun: query.dryRun ? 'All' : undefined },
+      },
+    );
   }
 
   async replace<T extends KubeObject>(obj: T, subresource?: 'status'): Promise<T> {

@@ -53,14 +53,16 @@ export class ResourceResolver {
     return entry;
   }
 
+  /** A collection; for a namespaced kind without a namespace, the collection across all namespaces. */
   async collectionPath(ref: Omit<ObjectRef, 'name'>): Promise<string> {
     const r = await this.resourceFor(ref.apiVersion, ref.kind);
-    const ns = r.namespaced ? `/namespaces/${encodeURIComponent(ref.namespace ?? 'default')}` : '';
+    const ns = r.namespaced && ref.namespace ? `/namespaces/${encodeURIComponent(ref.namespace)}` : '';
     return `${this.groupVersionPath(ref.apiVersion)}${ns}/${r.name}`;
   }
 
+  /** An object's path; a namespaced object without a namespace is in `default`, as kubectl has it. */
   async objectPath(ref: ObjectRef, subresource?: string): Promise<string> {
-    const base = `${await this.collectionPath(ref)}/${encodeURIComponent(ref.name)}`;
+    const base = `${await this.collectionPath({ ...ref, namespace: ref.namespace ?? 'default' })}/${encodeURIComponent(ref.name)}`;
     return subresource ? `${base}/${subresource}` : base;
   }
 }

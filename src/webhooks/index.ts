@@ -1,5 +1,6 @@
 // Every admission handler the operator serves, and the configurations that route requests to them.
 import type { OperatorContext } from '../controllers/context.ts';
+import { poolInformers } from '../controllers/pool/watches.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { WebhookServer } from '../kube/webhook-server.ts';
 import { backendAdmission, backendHook } from './backend.ts';
@@ -9,13 +10,17 @@ import {
   validatingConfigurationName,
   type WebhookReach,
 } from './configuration.ts';
+import { bindingAdmission, bindingHook, poolAdmission, poolHook } from './pool-binding.ts';
 
 export function registerWebhookHandlers(
   server: WebhookServer,
   ctx: OperatorContext,
 ): { validating: HookSpec[] } {
+  const informers = poolInformers(ctx);
   server.handle(backendHook.path, backendAdmission(ctx.settings));
-  return { validating: [backendHook] };
+  server.handle(poolHook.path, poolAdmission(ctx, informers));
+  server.handle(bindingHook.path, bindingAdmission(ctx, informers));
+  return { validating: [backendHook, poolHook, bindingHook] };
 }
 
 /** Applies the webhook configurations with the current CA bundle (every replica; same intent). */

@@ -1,0 +1,83 @@
+// Admission of KVCachePool and KVCachePoolBinding, reading pools, backends and Bindings from the
+// operator's caches (a cache miss on a create re-reads the apiserver before refusing).
+import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
+import { byBackend } from '../controllers/backend/watches.ts';
+import type { OperatorContext } from '../controllers/context.ts';
+import { workerApiVersion } from '../controllers/context.ts';
+import { byPool, type PoolInformers } from '../controllers/pool/watches.ts';
+import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';
+import type { HookSpec } from './configuration.ts';
+import { validateBinding, validatePoolCreate } from './pool-binding-rules.ts';
+
+const rule = (resource: string) => [
+  {
+    apiGroups: ['worker.gpustack.ai'],
+    apiVersions: ['v1'],
+    operations: ['CREATE', 'UPDATE'],
+    resources: [resource],
+  },
+];
+export const poolHook: HookSpec = {
+  name: 'kvcachepools.worker.gpustack.ai',
+  path: '/validate-kvcachepool',
+  rules: rule('kvcachepools'),
+  failurePolicy: 'Fail',
+};
+export const bindingHook: HookSpec = {
+  name: 'kvcachepoolbindings.worker.gpustack.ai',
+  path: '/validate-kvcachepoolbinding',
+  rules: rule('kvcachepoolbindings'),
+  failurePolicy: 'Fail',
+};
+
+async function findBackend(
+  ctx: OperatorContext,
+  i: PoolInformers,
+  name: string,
+): Promise<KVCacheBackend | undefined> {
+  return (
+    i.backends.get(name) ??
+    (await ctx.client.find<KVCacheBackend>({ apiVersion: workerApiVersion, kind: 'KVCacheBackend', name }))
+  );
+}
+
+export function poolAdmission(ctx: OperatorContext, i: PoolInformers): AdmissionHandler {
+  return async (req) => {
+    if (req.operation !== 'CREATE') return allow();
+    const pool = req.object as KVCachePool;
+    const { errors, warnings } = validatePoolCreate(pool, await findBackend(ctx, i, pool.spec.backends[0]!));
+    return errors.length ? deny(errors.join('; ')) : allow(warnings);
+  };
+}
+
+export function bindingAdmission(ctx: OperatorContext, i: PoolInformers): AdmissionHandler {
+  return async (req) => {
+    const b = req.object as KVCachePoolBinding;
+    const old = req.operation === 'UPDATE' ? (req.oldObject as KVCachePoolBinding) : undefined;
+    const pool =
+      i.pools.get(b.spec.poolRef.name) ??
+      (await ctx.client.find<KVCachePool>({
+        apiVersion: workerApiVersion,
+        kind: 'KVCachePool',
+        name: b.spec.poolRef.name,
+      }));
+    const backendName = pool?.spec.backends[0];
+    const backend = backendName ? await findBackend(ctx, i, backendName) : undefined;
+    const siblings = backendName
+      ? i.pools
+          .byIndex(byBackend, backendName)
+          .flatMap((p) => i.bindings.byIndex(byPool, p.metadata.name!))
+          .filter(
+            (s) => !(s.metadata.namespace === b.metadata.namespace && s.metadata.name === b.metadata.name),
+          )
+      : [];
+    const { errors, warnings } = validateBinding(b, old, {
+      pool,
+      backend,
+      siblings,
+      ledgerReason: pool?.status?.conditions?.find((c) => c.type === 'QuotaLedgerAvailable')?.reason,
+      dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
+    });
+    return errors.length ? { ...deny(errors.join('; ')), warnings } : allow(warnings);
+  };
+}

@@ -1,0 +1,304 @@
+// Pools and Bindings on a real multi-tenant master, at the walkthrough's ratios scaled down (1 unit =
+// 8 MiB; two 64 MiB members = 16 units): the ledger, the store's own recut, usage, releases, restarts.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { KVCachePoolBinding } from '../../src/api/types.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
+import { waitFor } from '../../src/local/wait-for.ts';
+import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { MooncakeStore } from '../support/mooncake-store.ts';
+import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
+import {
+  binding,
+  condition,
+  externalBackend,
+  ledgerTenants,
+  pool,
+  tenantMetric,
+  untilBinding,
+  untilPool,
+  v1,
+} from '../support/pool-fixtures.ts';
+import { runStoreClient } from '../support/store-client.ts';
+
+const MiB = 1 << 20;
+const unit = 8 * MiB;
+
+describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled down)', () => {
+  let cluster: IsolatedCluster;
+  let store: MooncakeStore;
+  let operator: InProcessOperator;
+  const write = (tenant: string, keys: string[], size: number) =>
+    runStoreClient(
+      { master: store.rpcAddress, host: '127.0.0.1', tenant },
+      keys.map((key) => ({ op: 'put' as const, key, data: Buffer.alloc(size, key.length) })),
+    );
+
+  before(async () => {
+    [cluster, store] = await Promise.all([
+      startIsolatedCluster(),
+      MooncakeStore.start({ members: 2, memberBytes: 64 * MiB, tenants: [] }),
+    ]);
+    for (const ns of ['gpustack-system', 'team-a', 'team-b']) {
+      await cluster.client.create({
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: ns },
+      } as KubeObject);
+    }
+    operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
+    await cluster.client.create(externalBackend('mooncake-dram', store));
+    await cluster.client.create(pool('shared-dram', 'mooncake-dram', '128Mi'));
+  });
+  after(async () => {
+    await operator?.stop();
+    await store?.stop();
+    await cluster?.stop();
+  });
+
+  it('grants the first Binding its ceiling within 2 s, written verbatim to the master', async () => {
+    const t0 = performance.now();
+    await cluster.client.create(binding('team-a', 'team-a', 'shared-dram', '64Mi', { blockSize: 64 }));
+    const b = await untilBinding(
+      cluster.client,
+      'team-a',
+      'team-a',
+      'granted',
+      (x) => x.status?.effectiveQuota === '64Mi',
+      2000,
+    );
+    console.log(`first grant shown after ${Math.round(performance.now() - t0)} ms`);
+    assert.equal(b.spec.domain.name, 'default');
+    assert.equal(await tenantMetric(store, 'requested_bytes', 'default'), 64 * MiB);
+    assert.equal(condition(b, 'QuotaGranted')?.reason, 'Granted');
+    assert.equal(b.status?.phase, 'Ready');
+  });
+
+  it('oversubscribes 8:8:4 over 16 units: pool Oversubscribed but Ready, grants recut by the store 6.4:6.4:3.2', async () => {
+    await cluster.client.create(binding('team-b', 'team-b', 'shared-dram', '64Mi', { name: 'llama-8b-v1' }));
+    await cluster.client.create(
+      binding('team-a', 'qwen-fp8', 'shared-dram', '32Mi', { name: 'qwen-fp8-v1', dtype: 'fp8_e4m3' }),
+    );
+    const p = await untilPool(
+      cluster.client,
+      'shared-dram',
+      'Oversubscribed',
+      (x) => condition(x, 'QuotaWithinTotal')?.reason === 'Oversubscribed',
+    );
+    assert.equal(p.status?.phase, 'Ready', 'oversubscription is informational');
+    assert.match(condition(p, 'QuotaWithinTotal')?.message ?? '', /160Mi.*128Mi/);
+    const expected: [string, string, string, number][] = [
+      ['team-a', 'team-a', 'default', 6.4],
+      ['team-b', 'team-b', 'llama-8b-v1', 6.4],
+      ['team-a', 'qwen-fp8', 'qwen-fp8-v1', 3.2],
+    ];
+    for (const [ns, name, domain, units] of expected) {
+      const reported = await waitFor(async () => tenantMetric(store, 'effective_bytes', domain), {
+        what: `${domain} effective`,
+        timeoutMs: 5000,
+      });
+      assert.ok(
+        Math.abs(reported / unit - units) < 0.01,
+        `${domain}: the master grants ${reported / unit} units`,
+      );
+      const b = await untilBinding(
+        cluster.client,
+        ns,
+        name,
+        'shows the master’s grant',
+        (x) => x.status?.effectiveQuota !== undefined && x.status.requestedQuota !== undefined,
+      );
+      assert.equal(
+        Number(b.status?.effectiveQuota),
+        reported,
+        `${ns}/${name} effectiveQuota is exactly what the master reports`,
+      );
+    }
+    assert.deepEqual(await ledgerTenants(store), ['default', 'llama-8b-v1', 'qwen-fp8-v1']);
+  });
+
+  it('counts a put under a registered domain in its usage; refuses one under an unregistered domain', async () => {
+    const [put] = await write('llama-8b-v1', ['k1'], 1 * MiB);
+    assert.deepEqual(put, { rc: 0 });
+    const b = await untilBinding(
+      cluster.client,
+      'team-b',
+      'team-b',
+      'usage',
+      (x) => x.status?.usage !== undefined && x.status.usage !== '0',
+    );
+    assert.equal(b.status?.usage, '1Mi');
+    assert.deepEqual((await write('nobody', ['k1'], 1024))[0], { rc: -1701 }, 'TENANT_NOT_REGISTERED');
+  });
+
+  it('keeps usage at or under the grant when a domain writes past it (the store evicts the domain’s own objects)', async () => {
+    const results = await write(
+      'qwen-fp8-v1',
+      Array.from({ length: 10 }, (_, i) => `big-${i}`),
+      4 * MiB,
+    );
+    assert.ok(
+      results.every((r) => 'rc' in r && r.rc === 0),
+      `every write succeeded: ${JSON.stringify(results)}`,
+    );
+    const effective = (await tenantMetric(store, 'effective_bytes', 'qwen-fp8-v1'))!;
+    const usage = (await tenantMetric(store, 'charged_bytes', 'qwen-fp8-v1'))!;
+    assert.ok(usage <= effective && usage > 0, `usage ${usage} within grant ${effective}`);
+    const b = await untilBinding(
+      cluster.client,
+      'team-a',
+      'qwen-fp8',
+      'usage',
+      (x) => Number(x.status?.usage ?? -1) === usage || x.status?.usage === `${usage / MiB}Mi`,
+    );
+    assert.ok(b.status?.overQuota === false);
+  });
+
+  it('shows an edited ceiling’s grant within 2 s', async () => {
+    const live = await cluster.client.get<KVCachePoolBinding>({
+      apiVersion: v1,
+      kind: 'KVCachePoolBinding',
+      namespace: 'team-a',
+      name: 'team-a',
+    });
+    const t0 = performance.now();
+    await cluster.client.replace({ ...live, spec: { ...live.spec, quota: { ceiling: '16Mi' } } });
+    await untilBinding(
+      cluster.client,
+      'team-a',
+      'team-a',
+      'requested 16Mi',
+      (x) => x.status?.requestedQuota === '16Mi',
+      2000,
+    );
+    console.log(`edited grant shown after ${Math.round(performance.now() - t0)} ms`);
+  });
+
+  it('holds a Binding in use (HeldByWorkloads) and, once unused, removes its ledger entry before it goes', async () => {
+    await cluster.client.create({
+      apiVersion: v1,
+      kind: 'ModelDeployment',
+      metadata: { name: 'qwen-chat', namespace: 'team-a' },
+      spec: {
+        model: { name: 'Qwen/Qwen2.5-7B-Instruct' },
+        engine: { name: 'vLLM' },
+        kvCache: { poolRef: { name: 'team-a' } },
+        roles: [{ name: 'server', instanceType: 'local' }],
+      },
+    } as KubeObject);
+    await untilBinding(
+      cluster.client,
+      'team-a',
+      'team-a',
+      'usedBy',
+      (x) => x.status?.usedBy?.[0]?.name === 'qwen-chat',
+    );
+    await cluster.client.delete({
+      apiVersion: v1,
+      kind: 'KVCachePoolBinding',
+      namespace: 'team-a',
+      name: 'team-a',
+    });
+    const held = await untilBinding(
+      cluster.client,
+      'team-a',
+      'team-a',
+      'held',
+      (x) => condition(x, 'Releasable')?.reason === 'HeldByWorkloads',
+    );
+    assert.equal(held.status?.phase, 'Deleting');
+    assert.match(condition(held, 'Releasable')?.message ?? '', /ModelDeployment\/qwen-chat/);
+    assert.ok((await ledgerTenants(store)).includes('default'), 'a held Binding keeps its quota');
+    await cluster.client.delete({
+      apiVersion: v1,
+      kind: 'ModelDeployment',
+      namespace: 'team-a',
+      name: 'qwen-chat',
+    });
+    await waitFor(
+      async () =>
+        (await cluster.client.find({
+          apiVersion: v1,
+          kind: 'KVCachePoolBinding',
+          namespace: 'team-a',
+          name: 'team-a',
+        }))
+          ? undefined
+          : true,
+      { what: 'the Binding to go', timeoutMs: 10_000 },
+    );
+    assert.ok(!(await ledgerTenants(store)).includes('default'), 'its ledger entry was removed first');
+  });
+
+  it('retains the entry of a Binding whose domain still holds data (LedgerNotReleased)', async () => {
+    await cluster.client.delete({
+      apiVersion: v1,
+      kind: 'KVCachePoolBinding',
+      namespace: 'team-b',
+      name: 'team-b',
+    });
+    const b = await untilBinding(
+      cluster.client,
+      'team-b',
+      'team-b',
+      'not released',
+      (x) => condition(x, 'Releasable')?.reason === 'LedgerNotReleased',
+    );
+    assert.match(condition(b, 'Releasable')?.message ?? '', /llama-8b-v1/);
+    assert.ok((await ledgerTenants(store)).includes('llama-8b-v1'));
+  });
+
+  it('releases the entries of a pool’s Bindings when the pool and its Bindings are deleted', async () => {
+    await cluster.client.create(pool('pool-2', 'mooncake-dram', '32Mi'));
+    await cluster.client.create(binding('team-b', 'b2', 'pool-2', '8Mi', { name: 'd2' }));
+    await waitFor(async () => ((await ledgerTenants(store)).includes('d2') ? true : undefined), {
+      what: 'd2 registered',
+      timeoutMs: 5000,
+    });
+    await cluster.client.delete({ apiVersion: v1, kind: 'KVCachePool', name: 'pool-2' });
+    await untilPool(
+      cluster.client,
+      'pool-2',
+      'held by its Binding',
+      (x) => condition(x, 'Releasable')?.reason === 'HeldByBindings',
+    );
+    await cluster.client.delete({
+      apiVersion: v1,
+      kind: 'KVCachePoolBinding',
+      namespace: 'team-b',
+      name: 'b2',
+    });
+    await waitFor(
+      async () =>
+        (await cluster.client.find({ apiVersion: v1, kind: 'KVCachePool', name: 'pool-2' }))
+          ? undefined
+          : true,
+      { what: 'pool-2 to go', timeoutMs: 10_000 },
+    );
+    assert.ok(!(await ledgerTenants(store)).includes('d2'));
+  });
+
+  it('goes Error/NothingToAllocate after a master restart and back to Ready once the members remount', async () => {
+    await store.stopMaster();
+    await store.startMaster();
+    const down = await untilPool(
+      cluster.client,
+      'shared-dram',
+      'NothingToAllocate or unreachable',
+      (x) => x.status?.phase === 'Error',
+      15_000,
+    );
+    console.log(
+      `after restart: ${condition(down, 'CapacityAllocatable')?.reason ?? condition(down, 'QuotaLedgerAvailable')?.reason}`,
+    );
+    await untilPool(cluster.client, 'shared-dram', 'Ready again', (x) => x.status?.phase === 'Ready', 60_000);
+    await untilBinding(
+      cluster.client,
+      'team-a',
+      'qwen-fp8',
+      'Ready again',
+      (x) => x.status?.phase === 'Ready',
+      10_000,
+    );
+  });
+});
