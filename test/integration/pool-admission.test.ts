@@ -1,0 +1,167 @@
+// Pool and Binding admission through the real apiserver (KV-cache spec §3.2, §3.3), and a master
+// without multi-tenancy: one reuse domain, pools Ready with MultiTenancyDisabled, Bindings Unenforced.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { ApiError } from '../../src/kube/errors.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
+import { kubeBinary } from '../../src/local/toolchain.ts';
+import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { MooncakeStore } from '../support/mooncake-store.ts';
+import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
+import {
+  binding,
+  condition,
+  externalBackend,
+  pool,
+  untilBinding,
+  untilPool,
+} from '../support/pool-fixtures.ts';
+
+const MiB = 1 << 20;
+
+describe('pool and Binding admission, and a master without a tenant ledger', () => {
+  let cluster: IsolatedCluster;
+  let ledger: MooncakeStore;
+  let plain: MooncakeStore;
+  let operator: InProcessOperator;
+
+  const refused = async (obj: KubeObject, ...says: string[]) => {
+    const err = await cluster.client.create(obj).then(
+      () => assert.fail('admitted'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ApiError, String(err));
+    for (const s of says) assert.ok(err.message.includes(s), `message lacks "${s}": ${err.message}`);
+  };
+  /** kubectl apply, returning stderr (where warnings go). */
+  const applyWithKubectl = async (obj: KubeObject) => {
+    const run = promisify(execFile);
+    const child = run(kubeBinary('kubectl'), ['--kubeconfig', cluster.cp.kubeconfigPath, 'apply', '-f', '-']);
+    child.child.stdin?.end(JSON.stringify(obj));
+    return (await child).stderr;
+  };
+
+  before(async () => {
+    [cluster, ledger, plain] = await Promise.all([
+      startIsolatedCluster(),
+      MooncakeStore.start({ members: 1, memberBytes: 64 * MiB, tenants: [] }),
+      MooncakeStore.start({ members: 1, memberBytes: 64 * MiB }),
+    ]);
+    for (const ns of ['gpustack-system', 'ns1', 'ns2']) {
+      await cluster.client.create({
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: ns },
+      } as KubeObject);
+    }
+    operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
+    await cluster.client.create(externalBackend('with-ledger', ledger));
+    await cluster.client.create(externalBackend('no-ledger', plain));
+    await cluster.client.create(pool('pool-a', 'with-ledger', '64Mi'));
+    await cluster.client.create(pool('pool-a2', 'with-ledger', '64Mi'));
+    await cluster.client.create(pool('pool-off', 'no-ledger', '64Mi'));
+  });
+  after(async () => {
+    await operator?.stop();
+    await ledger?.stop();
+    await plain?.stop();
+    await cluster?.stop();
+  });
+
+  it('refuses a pool naming a backend that does not exist', async () => {
+    await refused(
+      pool('pool-x', 'missing', '1Gi'),
+      'spec.backends[0]',
+      'KVCacheBackend "missing" does not exist',
+      'create the backend first',
+    );
+  });
+
+  it('refuses a domain already registered on the same master, from any pool on it, in any namespace', async () => {
+    await cluster.client.create(binding('ns1', 'b1', 'pool-a', '16Mi', { name: 'shared' }));
+    await refused(
+      binding('ns2', 'b2', 'pool-a2', '16Mi', { name: 'shared' }),
+      'spec.domain.name',
+      'ns1/b1',
+      'with-ledger',
+      'unique domain.name',
+    );
+    await cluster.client.create(binding('ns2', 'b3', 'pool-off', '16Mi', { name: 'shared' })); // another backend: admitted
+  });
+
+  it('treats two omitted domain names as one ("default") and refuses the second', async () => {
+    await cluster.client.create(binding('ns1', 'd1', 'pool-a', '8Mi', {}));
+    await refused(binding('ns2', 'd2', 'pool-a2', '8Mi', {}), 'spec.domain.name', 'domain "default"');
+  });
+
+  it('refuses dtype auto on create, and a ceiling above the pool total', async () => {
+    await refused(
+      binding('ns1', 'auto', 'pool-a', '8Mi', { name: 'auto-dtype', dtype: 'auto' }),
+      'spec.domain.dtype',
+      'bfloat16',
+    );
+    await refused(
+      binding('ns1', 'big', 'pool-a', '65Mi', { name: 'big' }),
+      'spec.quota.ceiling',
+      '64Mi',
+      'raise the pool',
+    );
+  });
+
+  it('warns that a second distinct domain on a ledger master needs engines that pass the tenant', async () => {
+    const stderr = await applyWithKubectl(binding('ns2', 'second', 'pool-a2', '8Mi', { name: 'second' }));
+    assert.match(stderr, /Warning: domain "second" is a second reuse domain on backend with-ledger/);
+  });
+
+  it('runs a pool on a master without multi-tenancy: Ready with MultiTenancyDisabled; Bindings Unenforced, no EFFECTIVE', async () => {
+    const p = await untilPool(
+      cluster.client,
+      'pool-off',
+      'MultiTenancyDisabled',
+      (x) => condition(x, 'QuotaLedgerAvailable')?.reason === 'MultiTenancyDisabled',
+    );
+    assert.equal(p.status?.phase, 'Ready');
+    assert.equal(p.status?.usage, undefined);
+    const b = await untilBinding(
+      cluster.client,
+      'ns2',
+      'b3',
+      'Unenforced',
+      (x) => condition(x, 'QuotaGranted')?.reason === 'Unenforced',
+    );
+    assert.equal(condition(b, 'QuotaGranted')?.status, 'True');
+    assert.equal(b.status?.effectiveQuota, undefined, 'no EFFECTIVE figure without a ledger');
+    assert.equal(b.status?.usage, undefined);
+    assert.equal(b.status?.phase, 'Ready');
+  });
+
+  it('refuses a second distinct domain where the master holds no ledger', async () => {
+    await refused(
+      binding('ns1', 'other', 'pool-off', '8Mi', { name: 'another' }),
+      'spec.domain.name',
+      'holds no tenant ledger',
+      'exactly one reuse domain',
+    );
+  });
+
+  it('admits a pool on a managed backend without multi-tenancy, with a warning', async () => {
+    await cluster.client.create({
+      apiVersion: 'worker.gpustack.ai/v1',
+      kind: 'KVCacheBackend',
+      metadata: { name: 'managed-off' },
+      spec: {
+        image: 'registry.example.com/kvpool-store:1.0',
+        connection: {
+          managed: {
+            leader: { multiTenancy: false },
+            members: [{ nodeSelector: { a: 'b' }, medium: 'DRAM', capacityPerMember: '64Mi' }],
+          },
+        },
+      },
+    } as KubeObject);
+    const stderr = await applyWithKubectl(pool('pool-managed-off', 'managed-off', '64Mi'));
+    assert.match(stderr, /Warning: backend "managed-off" runs without multi-tenancy/);
+  });
+});
