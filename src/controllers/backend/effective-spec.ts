@@ -70,3 +70,19 @@ export function resolveImages(backend: KVCacheBackend, defaultImage: string): Re
     backend.spec.imagePullPolicy ?? (isFloatingImage(backendImage) ? 'Always' : 'IfNotPresent');
   return { leader: backendImage, members, pullPolicy };
 }
+
+const storeProtocols: Record<TransportProtocol, string> = {
+  Auto: 'tcp',
+  TCP: 'tcp',
+  RDMA: 'rdma',
+  EFA: 'efa',
+  CANN: 'ascend',
+  ROCM: 'hip',
+  MUSA: 'musa',
+  MACA: 'maca',
+};
+
+/** The store's spelling of an API transport protocol (what MOONCAKE_PROTOCOL and clients take). */
+export function storeProtocol(protocol: TransportProtocol): string {
+  return storeProtocols[protocol];
+}

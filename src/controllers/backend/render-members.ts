@@ -1,6 +1,6 @@
 // One member DaemonSet per group: each Pod mounts one memory segment (and optionally a disk tier).
 import { createHash } from 'node:crypto';
-import type { MemberGroup, TransportProtocol } from '../../api/kvcache-backend.ts';
+import type { MemberGroup } from '../../api/kvcache-backend.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import {
@@ -9,6 +9,7 @@ import {
   groupDisk,
   managedConnection,
   resolveImages,
+  storeProtocol,
 } from './effective-spec.ts';
 import {
   backendLabels,
@@ -35,17 +36,6 @@ export const podSpecHashAnnotation = 'kvcache.gpustack.ai/pod-spec-hash';
 export const memberBasePort = 8080;
 // Member shutdown budget, on top of the tier's scale-in grace.
 const memberShutdownSeconds = 60;
-
-const storeProtocols: Record<TransportProtocol, string> = {
-  Auto: 'tcp',
-  TCP: 'tcp',
-  RDMA: 'rdma',
-  EFA: 'efa',
-  CANN: 'ascend',
-  ROCM: 'hip',
-  MUSA: 'musa',
-  MACA: 'maca',
-};
 
 // DRAM members must not grab an accelerator a device runtime would otherwise hand them.
 const visibleDeviceVars = [
@@ -84,7 +74,7 @@ function memberEnv(backend: KVCacheBackend, group: MemberGroup, ctx: BackendRend
   return [
     { name: 'MOONCAKE_TE_META_DATA_SERVER', value: 'P2PHANDSHAKE' },
     { name: 'MOONCAKE_MASTER', value: memberMasterAddress(backend, ctx.namespace) },
-    { name: 'MOONCAKE_PROTOCOL', value: storeProtocols[effectiveProtocol(backend, group)] },
+    { name: 'MOONCAKE_PROTOCOL', value: storeProtocol(effectiveProtocol(backend, group)) },
     { name: 'MOONCAKE_LOCAL_HOSTNAME', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
     // kvpool-store reads the Lease in its own namespace when members address the leader by Lease.
     { name: 'KUBERNETES_POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
