@@ -1,0 +1,107 @@
+// `kvpool-store`: the program of the store image. `leader` campaigns for the store's Lease and runs
+// mooncake_master while it holds it; `member` runs a member, following the Lease when asked to.
+// Everything after `--` goes verbatim to mooncake_master (leader) or the member service (member).
+import { parseArgs } from 'node:util';
+import { type LeaseRef, parseLeaseRef } from '../agent/lease-address.ts';
+import { log } from '../kube/log.ts';
+
+const usage = `usage: kvpool-store <command> [flags] -- <store arguments>
+  leader [flags] -- <mooncake_master flags>
+      --election=Kubernetes|None   campaign for a Lease before serving (default Kubernetes)
+      --lease=<namespace>/<name>   the Lease (required with --election=Kubernetes)
+      --probe-port=9004            /readyz and /healthz, on KUBERNETES_POD_IP
+      --policy-seed=<file>         tenant policy to start from, when the file exists
+      --policy-file=<file>         where the master reads its tenant policy (seeded before it starts)
+      --lease-duration-ms=15000 --renew-deadline-ms=10000 --retry-period-ms=1000
+  member -- <mc_store_rest_server arguments>
+      MOONCAKE_MASTER=k8s://<namespace>/<lease> follows the Lease holder; any other value passes through`;
+
+class UsageError extends Error {}
+
+function splitAtDashes(argv: string[]): [string[], string[]] {
+  const at = argv.indexOf('--');
+  return at < 0 ? [argv, []] : [argv.slice(0, at), argv.slice(at + 1)];
+}
+
+function positiveInt(name: string, raw: string): number {
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value <= 0)
+    throw new UsageError(`--${name}=${raw}: give a positive integer`);
+  return value;
+}
+
+function leaseFlag(raw: string | undefined, election: string): LeaseRef | undefined {
+  if (raw === undefined) {
+    if (election === 'Kubernetes')
+      throw new UsageError('--election=Kubernetes needs --lease=<namespace>/<name>');
+    return undefined;
+  }
+  const ref = parseLeaseRef(raw);
+  if (!ref) throw new UsageError(`--lease=${raw}: give <namespace>/<name>`);
+  return ref;
+}
+
+async function leader(flags: string[], masterArgs: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: flags,
+    options: {
+      election: { type: 'string', default: 'Kubernetes' },
+      lease: { type: 'string' },
+      'probe-port': { type: 'string', default: '9004' },
+      'policy-seed': { type: 'string' },
+      'policy-file': { type: 'string' },
+      'lease-duration-ms': { type: 'string', default: '15000' },
+      'renew-deadline-ms': { type: 'string', default: '10000' },
+      'retry-period-ms': { type: 'string', default: '1000' },
+    },
+  });
+  const election = values.election;
+  if (election !== 'Kubernetes' && election !== 'None') {
+    throw new UsageError(`--election=${election}: give Kubernetes or None`);
+  }
+  if (election === 'Kubernetes' && !process.env.KUBERNETES_POD_IP) {
+    throw new UsageError(
+      '--election=Kubernetes needs KUBERNETES_POD_IP: the Lease names <pod IP>:<rpc port>',
+    );
+  }
+  const { runLeader } = await import('../agent/leader.ts');
+  return runLeader({
+    election,
+    lease: leaseFlag(values.lease, election),
+    probePort: positiveInt('probe-port', values['probe-port']),
+    policySeed: values['policy-seed'],
+    policyFile: values['policy-file'],
+    leaseDurationMs: positiveInt('lease-duration-ms', values['lease-duration-ms']),
+    renewDeadlineMs: positiveInt('renew-deadline-ms', values['renew-deadline-ms']),
+    retryPeriodMs: positiveInt('retry-period-ms', values['retry-period-ms']),
+    masterArgs,
+  });
+}
+
+async function member(flags: string[], memberArgs: string[]): Promise<number> {
+  if (flags.length)
+    throw new UsageError(`member takes no flags of its own (got ${flags.join(' ')}); put them after --`);
+  const { runMember } = await import('../agent/member.ts');
+  return runMember(memberArgs);
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [head, passthrough] = splitAtDashes(argv);
+  const [command, ...flags] = head;
+  try {
+    if (command === 'leader') return await leader(flags, passthrough);
+    if (command === 'member') return await member(flags, passthrough);
+    console.error(usage);
+    return command ? 2 : 0;
+  } catch (err) {
+    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`kvpool-store: ${(err as Error).message}\n\n${usage}`);
+      return 2;
+    }
+    log.error({ program: 'kvpool-store', err: (err as Error).message }, 'kvpool-store failed');
+    return 1;
+  }
+}
+
+// Exit explicitly: background polls (Lease, master health) would otherwise keep the process alive.
+process.exit(await main(process.argv.slice(2)));
