@@ -2,12 +2,17 @@
 // plane for the integration tests, then checks that no process the run started is still alive.
 // Usage: node scripts/run-tests.ts [file or glob ...]   (default: every suite)
 import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { cacheDir } from '../src/local/toolchain.ts';
 
 const suites = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'];
 
-/** Processes running a binary from the component cache (etcd, kube-*, Mooncake). */
+// Every process this run starts inherits the marker; another run's processes carry another one.
+const runId = randomUUID();
+const marker = `KVPOOL_RUN_ID=${runId}`;
+
+/** Processes of this run that run a binary from the component cache (etcd, kube-*, Mooncake). */
 function componentProcesses(): Map<number, string> {
   const found = new Map<number, string>();
   const cache = cacheDir();
@@ -17,7 +22,8 @@ function componentProcesses(): Map<number, string> {
     try {
       const exe = readlinkSync(`/proc/${pid}/exe`);
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
-      if (exe.startsWith(cache) || cmd.includes(cache)) found.set(pid, cmd);
+      const ours = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(marker);
+      if (ours && (exe.startsWith(cache) || cmd.includes(cache))) found.set(pid, cmd);
     } catch {
       // Gone, or not ours to read.
     }
@@ -25,7 +31,6 @@ function componentProcesses(): Map<number, string> {
   return found;
 }
 
-const before = componentProcesses();
 const files = process.argv.slice(2);
 const result = spawnSync(
   process.execPath,
@@ -37,10 +42,13 @@ const result = spawnSync(
     ...(files.length ? files : suites),
   ],
   // Operator logs are for failures: keep a passing run readable unless asked for more.
-  { stdio: 'inherit', env: { ...process.env, KVPOOL_LOG_LEVEL: process.env.KVPOOL_LOG_LEVEL ?? 'warn' } },
+  {
+    stdio: 'inherit',
+    env: { ...process.env, KVPOOL_RUN_ID: runId, KVPOOL_LOG_LEVEL: process.env.KVPOOL_LOG_LEVEL ?? 'warn' },
+  },
 );
 
-const leaked = [...componentProcesses()].filter(([pid]) => !before.has(pid));
+const leaked = [...componentProcesses()];
 if (leaked.length) {
   console.error(`\n${leaked.length} process(es) started by the tests were still running; killing them:`);
   for (const [pid, cmd] of leaked) {

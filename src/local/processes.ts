@@ -38,7 +38,11 @@ export class ManagedProcess {
     const fd = openSync(this.logFile, 'a');
     this.child = spawn(command, options.args ?? [], {
       cwd: options.cwd,
-      env: options.env ?? process.env,
+      // A test run's marker follows every child, so the run can find what it left behind.
+      env: {
+        ...(options.env ?? process.env),
+        ...(process.env.KVPOOL_RUN_ID ? { KVPOOL_RUN_ID: process.env.KVPOOL_RUN_ID } : {}),
+      },
       stdio: ['ignore', fd, fd],
       detached: true,
       uid: options.uid,
