@@ -1,0 +1,90 @@
+// Resolves a deployment's cache: Binding (same namespace) → pool → backend, into the connection the
+// engines are given, or the reason there is none (KV-cache spec §2.4, §6.2). Pure.
+import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../../api/types.ts';
+import type { CacheConnection } from '../../inject/types.ts';
+import { effectiveProtocol, storeProtocol } from '../backend/effective-spec.ts';
+import type { DecidedCondition } from '../conditions.ts';
+import { domainOf } from '../pool/plan.ts';
+
+export interface CacheResolution {
+  domainRegistered: DecidedCondition;
+  /** What the engines connect to; undefined renders no connector at all. */
+  connection?: CacheConnection;
+  /** Echoed into status.kvCache once the Binding resolves. */
+  echo?: { binding: string; pool?: string; domain?: { name: string; blockSize?: number; dtype?: string } };
+}
+
+const cond = (status: DecidedCondition['status'], reason: string, message: string): DecidedCondition => ({
+  type: 'DomainRegistered',
+  status,
+  reason,
+  message,
+});
+
+export function resolveCache(
+  md: ModelDeployment,
+  binding: KVCachePoolBinding | undefined,
+  pool: KVCachePool | undefined,
+  backend: KVCacheBackend | undefined,
+): CacheResolution {
+  const ref = md.spec.kvCache?.poolRef.name;
+  if (!ref)
+    return { domainRegistered: cond('True', 'NotApplicable', 'this deployment uses no shared cache') };
+  if (!binding) {
+    return {
+      domainRegistered: cond(
+        'False',
+        'BindingNotFound',
+        `KVCachePoolBinding ${md.metadata.namespace}/${ref} does not exist; ask an administrator for one`,
+      ),
+    };
+  }
+  const domain = {
+    name: domainOf(binding),
+    blockSize: binding.spec.domain.blockSize,
+    dtype: binding.spec.domain.dtype,
+  };
+  const echo = { binding: ref, pool: binding.spec.poolRef.name, domain };
+  if (binding.metadata.deletionTimestamp) {
+    return {
+      domainRegistered: cond('False', 'BindingDeleting', `KVCachePoolBinding ${ref} is being deleted`),
+      echo,
+    };
+  }
+  if (binding.status?.phase !== 'Ready') {
+    return {
+      domainRegistered: cond(
+        'False',
+        'BindingNotReady',
+        `KVCachePoolBinding ${ref} is ${binding.status?.phase ?? 'not observed yet'}: ${binding.status?.phaseMessage ?? ''}`.trim(),
+      ),
+      echo,
+    };
+  }
+  const registered = cond(
+    'True',
+    'Registered',
+    `domain ${domain.name} of KVCachePoolBinding ${ref} is registered on the store`,
+  );
+  const endpoint = pool?.status?.clientEndpoint;
+  if (pool?.status?.phase !== 'Ready' || !endpoint || !backend) {
+    return { domainRegistered: registered, echo };
+  }
+  const ledger = pool.status?.conditions?.find((c) => c.type === 'QuotaLedgerAvailable');
+  const group = backend.spec.connection.managed?.members[0];
+  const protocol = group
+    ? storeProtocol(effectiveProtocol(backend, group))
+    : storeProtocol(backend.spec.transport?.protocol ?? 'Auto');
+  return {
+    domainRegistered: registered,
+    echo,
+    connection: {
+      binding: ref,
+      pool: pool.metadata.name!,
+      domain,
+      masterAddress: endpoint,
+      protocol,
+      tenantInjected: !(ledger?.status === 'False' && ledger.reason === 'MultiTenancyDisabled'),
+    },
+  };
+}

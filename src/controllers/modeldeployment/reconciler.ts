@@ -1,0 +1,187 @@
+// The ModelDeployment controller: renders each role's Deployment and the Services, injects the cache
+// connection its Binding resolves to (none at all while the pool is unusable, keeping running replicas
+// as they are), and reports roles, the cache and the conditions of ModelDeployment spec §2.
+import type { InstanceType, ModelDeployment } from '../../api/types.ts';
+import { Controller, type ReconcileResult, splitKey } from '../../kube/controller.ts';
+import type { KubeObject } from '../../kube/object.ts';
+import { applyChild, applyStatus, ensureFinalizer, removeFinalizer } from '../apply.ts';
+import { parseQuantityBytes } from '../backend/quantity.ts';
+import { mergeConditions } from '../conditions.ts';
+import type { OperatorContext } from '../context.ts';
+import { resolveCache } from './connection.ts';
+import { renderModelDeployment } from './render.ts';
+import { readReplicaReports } from './replica-reports.ts';
+import { decideDeployment, type RoleView } from './status.ts';
+import {
+  byInstanceNs,
+  type DeploymentInformers,
+  deploymentInformers,
+  wireDeploymentWatches,
+} from './watches.ts';
+
+const injectedAnnotation = 'kvcache.gpustack.ai/injected';
+
+export class ModelDeploymentReconciler {
+  readonly controller: Controller;
+  private readonly ctx: OperatorContext;
+  private readonly informers: DeploymentInformers;
+  private readonly appliedOnce = new Set<string>();
+
+  constructor(ctx: OperatorContext) {
+    this.ctx = ctx;
+    this.informers = deploymentInformers(ctx);
+    this.controller = new Controller({
+      name: 'modeldeployment',
+      concurrency: 2,
+      reconcile: (key) => this.reconcile(key),
+    });
+    wireDeploymentWatches(this.controller, this.informers, ctx);
+  }
+
+  private owned(md: ModelDeployment) {
+    const key = `${md.metadata.namespace}/${md.metadata.name}`;
+    const mine = (o: KubeObject) =>
+      o.metadata.ownerReferences?.some((r) => r.uid === md.metadata.uid) ?? false;
+    return {
+      deployments: this.informers.workloads.byIndex(byInstanceNs, key).filter(mine),
+      services: this.informers.engineServices.byIndex(byInstanceNs, key).filter(mine),
+      pods: this.informers.enginePods.byIndex(byInstanceNs, key),
+    };
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult | undefined> {
+    const { namespace, name } = splitKey(key);
+    const md = this.informers.modelDeployments.get(name, namespace);
+    if (!md) return undefined;
+    if (md.metadata.deletionTimestamp) return this.teardown(md);
+    await ensureFinalizer(this.ctx.client, md);
+
+    const i = this.informers;
+    const binding = md.spec.kvCache ? i.bindings.get(md.spec.kvCache.poolRef.name, namespace) : undefined;
+    const pool = binding ? i.pools.get(binding.spec.poolRef.name) : undefined;
+    const backend = pool ? i.backends.get(pool.spec.backends[0]!) : undefined;
+    const cache = resolveCache(md, binding, pool, backend);
+    const instanceTypes = new Map(i.instanceTypes.list().map((t) => [t.metadata.name!, t as InstanceType]));
+    let rendered: ReturnType<typeof renderModelDeployment>;
+    try {
+      rendered = renderModelDeployment(md, {
+        instanceTypes,
+        connection: cache.connection,
+        dtypeOwned: this.ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
+        overcommit: this.ctx.settings.bool('instance-general-resources-overcommit'),
+      });
+    } catch (err) {
+      // Nothing sensible can be written: say why on the object, and look again later.
+      await this.ctx.events.record(
+        md,
+        'Warning',
+        'RenderFailed',
+        err instanceof Error ? err.message : String(err),
+      );
+      return { requeueAfterMs: 30_000 };
+    }
+    let heldByCache = false;
+    for (const d of rendered.deployments) {
+      const live = i.workloads.get(d.metadata.name!, namespace);
+      const liveInjected = Boolean(live?.spec?.template?.metadata?.annotations?.[injectedAnnotation]);
+      if (md.spec.kvCache && !cache.connection && live && liveInjected) {
+        // No connection this pass: keep the replicas as they run (a store blink must not restart them all).
+        heldByCache = true;
+        const replicas = (d as { spec?: { replicas?: number } }).spec?.replicas;
+        if (live.spec?.replicas !== replicas)
+          await this.ctx.client.mergePatch(
+            { apiVersion: 'apps/v1', kind: 'Deployment', namespace, name: d.metadata.name! },
+            { spec: { replicas } },
+          );
+        continue;
+      }
+      await applyChild(this.ctx.client, d, live, this.appliedOnce);
+    }
+    for (const s of rendered.services)
+      await applyChild(
+        this.ctx.client,
+        s,
+        i.engineServices.get(s.metadata.name!, namespace),
+        this.appliedOnce,
+      );
+    await this.prune(md, rendered.deployments, rendered.services);
+
+    const roles = this.roleViews(md);
+    const port = md.spec.roles[0]?.ports?.[0]?.port ?? 8000;
+    const owned = this.owned(md);
+    const readyEndpoints = owned.pods
+      .filter(
+        (p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') && p.status.podIP,
+      )
+      .map((p) => `${p.status!.podIP}:${port}`);
+    const reports = md.spec.kvCache ? await readReplicaReports(readyEndpoints) : undefined;
+    const usage = binding?.status?.usage;
+    const d = decideDeployment({
+      md,
+      roles,
+      cache,
+      heldByCache,
+      reports,
+      domainUsageBytes: usage === undefined ? undefined : Number(parseQuantityBytes(usage)),
+      port,
+    });
+    await applyStatus(this.ctx.client, md as KubeObject & { status?: Record<string, unknown> }, {
+      phase: d.phase,
+      phaseMessage: d.phaseMessage,
+      conditions: mergeConditions(md.status?.conditions, d.conditions, md.metadata.generation, new Date()),
+      ...d.status,
+    });
+    return { requeueAfterMs: 15_000 };
+  }
+
+  private roleViews(md: ModelDeployment): RoleView[] {
+    return md.spec.roles.map((role) => {
+      const live = this.informers.workloads.get(`${md.metadata.name}-${role.name}`, md.metadata.namespace);
+      const current = (live?.status?.observedGeneration ?? 0) >= (live?.metadata.generation ?? 1);
+      return {
+        name: role.name,
+        kind: role.kind ?? 'Server',
+        desired: role.replicas ?? 1,
+        ready: live?.status?.readyReplicas ?? 0,
+        updated: current ? (live?.status?.updatedReplicas ?? 0) : 0,
+        unmanaged: Boolean(role.command?.length),
+      };
+    });
+  }
+
+  /** Removes Deployments and Services of roles that no longer exist. */
+  private async prune(md: ModelDeployment, deployments: KubeObject[], services: KubeObject[]) {
+    const keep = new Set([...deployments, ...services].map((o) => `${o.kind}/${o.metadata.name}`));
+    const owned = this.owned(md);
+    for (const o of [...owned.deployments, ...owned.services]) {
+      if (keep.has(`${o.kind}/${o.metadata.name}`)) continue;
+      await this.ctx.client.delete({
+        apiVersion: o.apiVersion,
+        kind: o.kind,
+        namespace: md.metadata.namespace,
+        name: o.metadata.name!,
+      });
+    }
+  }
+
+  /** The finalizer holds the Binding (via usedBy) until the replicas are gone. */
+  private async teardown(md: ModelDeployment): Promise<ReconcileResult | undefined> {
+    const owned = this.owned(md);
+    for (const o of [...owned.deployments, ...owned.services]) {
+      if (!o.metadata.deletionTimestamp) {
+        await this.ctx.client.delete(
+          {
+            apiVersion: o.apiVersion,
+            kind: o.kind,
+            namespace: md.metadata.namespace,
+            name: o.metadata.name!,
+          },
+          { propagationPolicy: 'Background' },
+        );
+      }
+    }
+    if (owned.deployments.length || owned.pods.length) return { requeueAfterMs: 2000 };
+    await removeFinalizer(this.ctx.client, md);
+    return undefined;
+  }
+}

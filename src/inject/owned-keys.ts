@@ -1,0 +1,190 @@
+// Flags and env names the operator renders per engine, and the admission check that refuses them in
+// a role's extraArgs/env in every spelling the engine parses. KV-cache spec §3.4.
+import { type EngineFamily, engineDisplayNames, isVllmFamily } from './types.ts';
+
+/** Why a key is owned, which decides the way out a refusal names. */
+type Ownership = 'connector' | 'dtype' | 'blockSize';
+
+interface OwnedFlag {
+  flag: string;
+  ownership: Ownership;
+}
+
+export interface OwnedKeyOptions {
+  kvCache: boolean;
+  dtypeOwned: boolean;
+  /** The role's field path, e.g. spec.roles[0]. */
+  field: string;
+  /** The list the args came from, under `field`; extraArgs unless told. */
+  argsField?: string;
+}
+
+const vllmConnectorFlags = ['--kv-transfer-config', '--kv-events-config'];
+const vllmEnv = ['MOONCAKE_CONFIG_PATH', 'VLLM_MOONCAKE_BOOTSTRAP_PORT'];
+const sglangConnectorFlags = [
+  '--hicache-storage-backend',
+  '--hicache-storage-backend-extra-config',
+  '--disaggregation-mode',
+  '--disaggregation-transfer-backend',
+  '--disaggregation-bootstrap-port',
+];
+const sglangEnv = [
+  'SGLANG_HICACHE_MOONCAKE_CONFIG_PATH',
+  'MOONCAKE_MASTER',
+  'MOONCAKE_TE_META_DATA_SERVER',
+  'MOONCAKE_PROTOCOL',
+  'MOONCAKE_DEVICE',
+  'MOONCAKE_GLOBAL_SEGMENT_SIZE',
+  'MOONCAKE_LOCAL_HOSTNAME',
+  'MOONCAKE_TENANT_ID',
+];
+
+// Flags near the owned ones, so an abbreviation is refused only when the engine would expand it to ours.
+const vllmKnownFlags = [
+  '--kv-cache-dtype',
+  '--kv-cache-memory-bytes',
+  '--kv-cache-metrics',
+  '--kv-cache-metrics-sample',
+  '--kv-events-config',
+  '--kv-load-failure-policy',
+  '--kv-offloading-backend',
+  '--kv-offloading-size',
+  '--kv-sharing-fast-prefill',
+  '--kv-transfer-config',
+  '--block-size',
+  '--max-model-len',
+  '--max-num-seqs',
+  '--max-num-batched-tokens',
+  '--model',
+  '--served-model-name',
+  '--host',
+  '--port',
+  '--tensor-parallel-size',
+  '--pipeline-parallel-size',
+  '--data-parallel-size',
+  '--gpu-memory-utilization',
+  '--enable-prefix-caching',
+  '--dtype',
+  '--quantization',
+  '--trust-remote-code',
+  '--enforce-eager',
+  '--revision',
+  '--download-dir',
+];
+const sglangKnownFlags = [
+  '--hicache-ratio',
+  '--hicache-size',
+  '--hicache-write-policy',
+  '--hicache-io-backend',
+  '--hicache-mem-layout',
+  '--hicache-storage-prefetch-policy',
+  '--hicache-storage-backend',
+  '--hicache-storage-backend-extra-config',
+  '--disaggregation-mode',
+  '--disaggregation-transfer-backend',
+  '--disaggregation-bootstrap-port',
+  '--disaggregation-decode-tp',
+  '--disaggregation-decode-dp',
+  '--disaggregation-prefill-pp',
+  '--disaggregation-ib-device',
+  '--disaggregation-decode-enable-offload-kvcache',
+  '--disaggregation-decode-polling-interval',
+  '--enable-hierarchical-cache',
+  '--kv-cache-dtype',
+  '--page-size',
+  '--model-path',
+  '--served-model-name',
+  '--host',
+  '--port',
+  '--tp-size',
+  '--dp-size',
+  '--pp-size',
+  '--mem-fraction-static',
+  '--context-length',
+  '--max-running-requests',
+  '--chunked-prefill-size',
+  '--trust-remote-code',
+  '--dtype',
+  '--quantization',
+];
+
+/** The flags the operator owns on `engine` under `opts`. */
+export function ownedFlags(engine: EngineFamily, opts: Pick<OwnedKeyOptions, 'kvCache' | 'dtypeOwned'>) {
+  const vllm = isVllmFamily(engine);
+  const connector = vllm ? vllmConnectorFlags : sglangConnectorFlags;
+  const flags: OwnedFlag[] = connector.map((flag) => ({ flag, ownership: 'connector' }));
+  if (opts.kvCache && opts.dtypeOwned) flags.push({ flag: '--kv-cache-dtype', ownership: 'dtype' });
+  if (opts.kvCache) flags.push({ flag: vllm ? '--block-size' : '--page-size', ownership: 'blockSize' });
+  return flags;
+}
+
+/** The env names the operator owns on `engine`. */
+export function ownedEnvNames(engine: EngineFamily): readonly string[] {
+  return isVllmFamily(engine) ? vllmEnv : sglangEnv;
+}
+
+/** The long flag an argument names as the engine reads it: `--a_b.c=d` is `--a-b` on vLLM. */
+export function flagKey(engine: EngineFamily, arg: string): string | undefined {
+  if (!arg.startsWith('--') || arg === '--') return undefined;
+  const key = arg.split('=', 1)[0]!;
+  if (!isVllmFamily(engine)) return key;
+  // vLLM reads `--kv-transfer-config.kv_role=x` as a field of --kv-transfer-config and takes `_` for `-`.
+  const head = key.split('.', 1)[0]!;
+  return `--${head.slice(2).replaceAll('_', '-')}`;
+}
+
+/** The owned flag `key` resolves to: exactly, or as the only known flag it abbreviates. */
+function resolveOwned(engine: EngineFamily, key: string, owned: OwnedFlag[]): OwnedFlag | undefined {
+  const exact = owned.find((o) => o.flag === key);
+  const known = isVllmFamily(engine) ? vllmKnownFlags : sglangKnownFlags;
+  const all = new Set([...known, ...owned.map((o) => o.flag)]);
+  if (exact || all.has(key)) return exact;
+  const expansions = [...all].filter((flag) => flag.startsWith(key));
+  return expansions.length === 1 ? owned.find((o) => o.flag === expansions[0]) : undefined;
+}
+
+function wayOut(ownership: Ownership, flag: string): string {
+  const takeOver =
+    'take over the whole argv with roles[].command (the operator then renders no cache configuration for that role)';
+  if (ownership === 'dtype')
+    return `${flag} is rendered from the KVCachePoolBinding's spec.domain.dtype while spec.kvCache is set; remove it and reference a Binding whose domain.dtype is the dtype you want, or ${takeOver}`;
+  if (ownership === 'blockSize')
+    return `${flag} is rendered from the KVCachePoolBinding's spec.domain.blockSize while spec.kvCache is set, so every replica in the domain cuts blocks of one size; remove it and reference a Binding whose domain.blockSize is the size you want, or ${takeOver}`;
+  return `the operator renders it from spec.kvCache; remove it, or ${takeOver}`;
+}
+
+function argRefusal(engine: EngineFamily, path: string, arg: string, owned: OwnedFlag): string {
+  const spelled = arg.split('=', 1)[0]!;
+  const as = spelled === owned.flag ? owned.flag : `${spelled} (read by the engine as ${owned.flag})`;
+  return `${path}: ${as} is owned by the operator on ${engineDisplayNames[engine]}: ${wayOut(owned.ownership, owned.flag)}`;
+}
+
+function envRefusal(engine: EngineFamily, path: string, name: string): string {
+  const why =
+    name === 'MOONCAKE_TENANT_ID'
+      ? "it selects the store tenant, which is the Binding's domain, so another value could read another team's cache"
+      : 'it carries the cache connection the operator renders from spec.kvCache';
+  return `${path}: env ${name} is owned by the operator on ${engineDisplayNames[engine]} (${why}); remove it, or take over the whole argv with roles[].command (the operator then renders no cache configuration for that role)`;
+}
+
+/** One message per owned key found in `args` or `env`, each naming key, engine, field and way out. */
+export function findOwnedKeyRefusals(
+  engine: EngineFamily,
+  args: readonly string[],
+  env: readonly { name: string }[],
+  opts: OwnedKeyOptions,
+): string[] {
+  const owned = ownedFlags(engine, opts);
+  const argsField = opts.argsField ?? 'extraArgs';
+  const refusals: string[] = [];
+  args.forEach((arg, i) => {
+    const key = flagKey(engine, arg);
+    const hit = key === undefined ? undefined : resolveOwned(engine, key, owned);
+    if (hit) refusals.push(argRefusal(engine, `${opts.field}.${argsField}[${i}]`, arg, hit));
+  });
+  const ownedEnv = new Set(ownedEnvNames(engine));
+  env.forEach((entry, i) => {
+    if (ownedEnv.has(entry.name)) refusals.push(envRefusal(engine, `${opts.field}.env[${i}]`, entry.name));
+  });
+  return refusals;
+}
