@@ -8,7 +8,11 @@ import { log } from './kube/log.ts';
 import { Manager, type ManagerOptions } from './kube/manager.ts';
 import { WebhookCertificates } from './kube/webhook-certs.ts';
 import { WebhookServer } from './kube/webhook-server.ts';
-import { validatingConfigurationName, type WebhookReach } from './webhooks/configuration.ts';
+import {
+  mutatingConfigurationName,
+  validatingConfigurationName,
+  type WebhookReach,
+} from './webhooks/configuration.ts';
 import { applyWebhookConfigurations, registerWebhookHandlers } from './webhooks/index.ts';
 
 export interface OperatorStartOptions {
@@ -51,6 +55,7 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
         secretName: o.webhook.secretName ?? 'kvpool-webhook-certs',
         hosts: o.webhook.hosts,
         validatingConfigurations: [validatingConfigurationName],
+        mutatingConfigurations: [mutatingConfigurationName],
       })
     : undefined;
   const manager = new Manager({

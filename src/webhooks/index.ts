@@ -1,41 +1,58 @@
 // Every admission handler the operator serves, and the configurations that route requests to them.
 import type { OperatorContext } from '../controllers/context.ts';
-import { poolInformers } from '../controllers/pool/watches.ts';
+import { deploymentInformers } from '../controllers/modeldeployment/watches.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { WebhookServer } from '../kube/webhook-server.ts';
 import { backendAdmission, backendHook } from './backend.ts';
 import {
   type HookSpec,
+  mutatingConfigurationName,
   renderWebhookConfiguration,
   validatingConfigurationName,
   type WebhookReach,
 } from './configuration.ts';
+import {
+  modelDeploymentAdmission,
+  modelDeploymentHook,
+  podFreezeAdmission,
+  podFreezeHook,
+  podInjectionAdmission,
+  podInjectionHook,
+} from './modeldeployment.ts';
 import { bindingAdmission, bindingHook, poolAdmission, poolHook } from './pool-binding.ts';
 
-export function registerWebhookHandlers(
-  server: WebhookServer,
-  ctx: OperatorContext,
-): { validating: HookSpec[] } {
-  const informers = poolInformers(ctx);
+export interface Hooks {
+  validating: HookSpec[];
+  mutating: HookSpec[];
+}
+
+export function registerWebhookHandlers(server: WebhookServer, ctx: OperatorContext): Hooks {
+  const informers = deploymentInformers(ctx);
   server.handle(backendHook.path, backendAdmission(ctx.settings));
   server.handle(poolHook.path, poolAdmission(ctx, informers));
   server.handle(bindingHook.path, bindingAdmission(ctx, informers));
-  return { validating: [backendHook, poolHook, bindingHook] };
+  server.handle(modelDeploymentHook.path, modelDeploymentAdmission(ctx, informers));
+  server.handle(podInjectionHook.path, podInjectionAdmission(ctx, informers));
+  server.handle(podFreezeHook.path, podFreezeAdmission);
+  return {
+    validating: [backendHook, poolHook, bindingHook, modelDeploymentHook, podFreezeHook],
+    mutating: [podInjectionHook],
+  };
 }
 
 /** Applies the webhook configurations with the current CA bundle (every replica; same intent). */
 export async function applyWebhookConfigurations(
   client: KubeClient,
-  hooks: { validating: HookSpec[] },
+  hooks: Hooks,
   reach: WebhookReach,
   caBundle: string,
 ): Promise<void> {
-  const config = renderWebhookConfiguration(
-    'ValidatingWebhookConfiguration',
-    validatingConfigurationName,
-    hooks.validating,
-    reach,
-    caBundle,
-  );
-  await client.apply(config, { fieldManager: 'kvpool-webhook' });
+  for (const [kind, name, list] of [
+    ['ValidatingWebhookConfiguration', validatingConfigurationName, hooks.validating],
+    ['MutatingWebhookConfiguration', mutatingConfigurationName, hooks.mutating],
+  ] as const) {
+    await client.apply(renderWebhookConfiguration(kind, name, list, reach, caBundle), {
+      fieldManager: 'kvpool-webhook',
+    });
+  }
 }

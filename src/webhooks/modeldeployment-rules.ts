@@ -1,0 +1,101 @@
+// ModelDeployment admission rules the schema cannot judge (ModelDeployment spec §1.2, KV-cache spec
+// §3.4). Pure: the handler passes the InstanceTypes and the protocols of the pool a new Binding uses.
+import type { InstanceType, ModelDeployment } from '../api/types.ts';
+import { engineFamily, isTakeOver } from '../controllers/modeldeployment/render-engine.ts';
+import { findOwnedKeyRefusals } from '../inject/owned-keys.ts';
+import type { EngineFamily } from '../inject/types.ts';
+import { canonicalJson } from '../kube/canonical-json.ts';
+import type { AdmissionFindings } from './backend-rules.ts';
+
+export interface ModelDeploymentAdmissionContext {
+  dtypeOwned: boolean;
+  instanceTypes: Map<string, InstanceType>;
+  /** Effective store protocols of the pool the deployment's Binding resolves to (on create). */
+  poolProtocols?: string[];
+}
+
+const reservedEnv = ['GPUSTACK_REPLICA_LEADER_ADDRESS', 'GPUSTACK_REPLICA_SIZE', 'GPUSTACK_MEMBER_INDEX'];
+
+function familyOf(md: ModelDeployment, type: InstanceType | undefined): EngineFamily {
+  if (type) return engineFamily(md, type);
+  return md.spec.engine.name === 'SGLang' ? 'sglang' : 'vllm';
+}
+
+/** `--flag value` or `--flag=value`: the value, when the flag is there. */
+function flagValue(args: readonly string[], flag: string): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === flag) return args[i + 1];
+    if (a.startsWith(`${flag}=`)) return a.slice(flag.length + 1);
+  }
+  return undefined;
+}
+
+export function validateModelDeployment(
+  md: ModelDeployment,
+  old: ModelDeployment | undefined,
+  ctx: ModelDeploymentAdmissionContext,
+): AdmissionFindings {
+  const findings: AdmissionFindings = { errors: [], warnings: [] };
+  // A metadata-only edit (the finalizer's removal) is never refused, whatever the stored spec holds.
+  if (old && canonicalJson(old.spec) === canonicalJson(md.spec)) return findings;
+  for (let i = 0; i < md.spec.roles.length; i++) checkRole(md, i, ctx, findings);
+  if (!old && md.spec.kvCache && (ctx.poolProtocols?.length ?? 0) >= 2) {
+    findings.errors.push(
+      `spec.kvCache.poolRef: KVCachePoolBinding ${md.spec.kvCache.poolRef.name} is served by member groups on several transports (${ctx.poolProtocols!.join(', ')}), and ${md.spec.engine.name} cannot pick one; use a Binding on a pool whose backend uses one transport`,
+    );
+  }
+  return findings;
+}
+
+function checkRole(
+  md: ModelDeployment,
+  i: number,
+  ctx: ModelDeploymentAdmissionContext,
+  f: AdmissionFindings,
+): void {
+  const role = md.spec.roles[i]!;
+  const field = `spec.roles[${i}]`;
+  const type = ctx.instanceTypes.get(role.instanceType);
+  if ((role.size ?? 1) > 1) {
+    f.errors.push(
+      `${field}.size: ${role.size} Pods per replica is not supported by this operator; use size 1 and scale with replicas`,
+    );
+  }
+  if (!type) {
+    f.warnings.push(
+      `${field}.instanceType: InstanceType ${role.instanceType} does not exist (yet); no replica runs until it does (see kubectl get instancetype)`,
+    );
+  }
+  if (!role.image && !md.spec.engine.image && !md.spec.engine.version) {
+    f.errors.push(
+      `${field}: no image to run: set ${field}.image, spec.engine.image, or spec.engine.version (for example 0.29.0)`,
+    );
+  }
+  (role.env ?? []).forEach((e, j) => {
+    if (reservedEnv.includes(e.name))
+      f.errors.push(`${field}.env[${j}]: ${e.name} is reserved for the operator; remove it`);
+  });
+  if (isTakeOver(role)) return;
+  const args = role.extraArgs ?? [];
+  f.errors.push(
+    ...findOwnedKeyRefusals(familyOf(md, type), args, role.env ?? [], {
+      kvCache: Boolean(md.spec.kvCache),
+      dtypeOwned: ctx.dtypeOwned,
+      field,
+    }),
+  );
+  const served = flagValue(args, '--served-model-name');
+  if (served !== undefined && served !== md.spec.model.name) {
+    f.errors.push(
+      `${field}.extraArgs: --served-model-name ${served} must equal spec.model.name (${md.spec.model.name}); remove it, the operator renders it`,
+    );
+  }
+  const port = flagValue(args, '--port');
+  const declared = role.ports?.[0]?.port;
+  if (port !== undefined && declared !== undefined && Number(port) !== declared) {
+    f.errors.push(
+      `${field}.extraArgs: --port ${port} differs from ${field}.ports[0].port (${declared}); set one port in ports and drop --port`,
+    );
+  }
+}

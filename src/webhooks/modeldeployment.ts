@@ -1,0 +1,94 @@
+// Admission of ModelDeployments, and of Pods that opt in to cache injection.
+import type { InstanceType, ModelDeployment } from '../api/types.ts';
+import { effectiveProtocol, storeProtocol } from '../controllers/backend/effective-spec.ts';
+import type { OperatorContext } from '../controllers/context.ts';
+import type { DeploymentInformers } from '../controllers/modeldeployment/watches.ts';
+import { injectLabel } from '../inject/types.ts';
+import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';
+import type { HookSpec } from './configuration.ts';
+import { validateModelDeployment } from './modeldeployment-rules.ts';
+import { frozenKeyRefusal, type PodLike, planPodInjection } from './pod-injection-rules.ts';
+
+export const modelDeploymentHook: HookSpec = {
+  name: 'modeldeployments.worker.gpustack.ai',
+  path: '/validate-modeldeployment',
+  rules: [
+    {
+      apiGroups: ['worker.gpustack.ai'],
+      apiVersions: ['v1'],
+      operations: ['CREATE', 'UPDATE'],
+      resources: ['modeldeployments'],
+    },
+  ],
+  failurePolicy: 'Fail',
+};
+
+const optedIn = { matchLabels: { [injectLabel]: 'true' } };
+
+export const podInjectionHook: HookSpec = {
+  name: 'inject.kvcache.gpustack.ai',
+  path: '/mutate-pod-kvcache',
+  rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
+  failurePolicy: 'Fail',
+  objectSelector: optedIn,
+};
+
+export const podFreezeHook: HookSpec = {
+  name: 'freeze.kvcache.gpustack.ai',
+  path: '/validate-pod-kvcache',
+  rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['pods'] }],
+  failurePolicy: 'Ignore',
+  objectSelector: optedIn,
+};
+
+function poolProtocols(i: DeploymentInformers, md: ModelDeployment): string[] | undefined {
+  const ref = md.spec.kvCache?.poolRef.name;
+  const binding = ref ? i.bindings.get(ref, md.metadata.namespace) : undefined;
+  const pool = binding ? i.pools.get(binding.spec.poolRef.name) : undefined;
+  const backend = pool ? i.backends.get(pool.spec.backends[0]!) : undefined;
+  const groups = backend?.spec.connection.managed?.members;
+  return groups && [...new Set(groups.map((g) => storeProtocol(effectiveProtocol(backend!, g))))];
+}
+
+export function modelDeploymentAdmission(ctx: OperatorContext, i: DeploymentInformers): AdmissionHandler {
+  return (req) => {
+    const md = req.object as ModelDeployment;
+    const { errors, warnings } = validateModelDeployment(
+      md,
+      req.operation === 'UPDATE' ? (req.oldObject as ModelDeployment) : undefined,
+      {
+        dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
+        instanceTypes: new Map(i.instanceTypes.list().map((t) => [t.metadata.name!, t as InstanceType])),
+        poolProtocols: poolProtocols(i, md),
+      },
+    );
+    return errors.length ? { ...deny(errors.join('; ')), warnings } : allow(warnings);
+  };
+}
+
+export function podInjectionAdmission(ctx: OperatorContext, i: DeploymentInformers): AdmissionHandler {
+  return (req) => {
+    const pod = req.object as unknown as PodLike;
+    if (pod.metadata.labels?.[injectLabel] !== 'true') return allow();
+    const ns = req.namespace ?? pod.metadata.namespace ?? 'default';
+    const name = pod.metadata.annotations?.['kvcache.gpustack.ai/binding'];
+    const binding = name && !name.includes('/') ? i.bindings.get(name, ns) : undefined;
+    const pool = binding ? i.pools.get(binding.spec.poolRef.name) : undefined;
+    const backend = pool ? i.backends.get(pool.spec.backends[0]!) : undefined;
+    const verdict = planPodInjection(
+      { ...pod, metadata: { ...pod.metadata, namespace: ns } },
+      {
+        binding,
+        pool,
+        backend,
+        dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
+      },
+    );
+    return verdict.ok ? allow(undefined, verdict.patch) : deny(`KV cache injection: ${verdict.message}`, 400);
+  };
+}
+
+export const podFreezeAdmission: AdmissionHandler = (req) => {
+  const refusal = frozenKeyRefusal(req.oldObject as unknown as PodLike, req.object as unknown as PodLike);
+  return refusal ? deny(refusal) : allow();
+};
