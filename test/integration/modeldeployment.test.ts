@@ -25,7 +25,13 @@ type Loose = KubeObject & {
 };
 type PodObj = KubeObject & {
   spec: {
-    containers: { command?: string[]; args?: string[]; env?: { name: string; value?: string }[] }[];
+    containers: {
+      name: string;
+      image?: string;
+      command?: string[];
+      args?: string[];
+      env?: { name: string; value?: string }[];
+    }[];
     volumes?: { name: string }[];
   };
 };
