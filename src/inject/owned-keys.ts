@@ -17,7 +17,20 @@ export interface OwnedKeyOptions {
   field: string;
   /** The list the args came from, under `field`; extraArgs unless told. */
   argsField?: string;
+  /**
+   * A ModelDeployment role (every key the operator renders), or an opted-in Pod, where only the keys
+   * the injection itself writes are refused (§6.4): the rest of the Mooncake env is overwritten in place.
+   */
+  scope?: 'role' | 'pod';
 }
+
+const podOwned = {
+  vllm: { flags: ['--kv-transfer-config'], env: ['MOONCAKE_CONFIG_PATH'] },
+  sglang: {
+    flags: ['--hicache-storage-backend', '--hicache-storage-backend-extra-config'],
+    env: ['SGLANG_HICACHE_MOONCAKE_CONFIG_PATH'],
+  },
+};
 
 const vllmConnectorFlags = ['--kv-transfer-config', '--kv-events-config'];
 const vllmEnv = ['MOONCAKE_CONFIG_PATH', 'VLLM_MOONCAKE_BOOTSTRAP_PORT'];
@@ -109,9 +122,17 @@ const sglangKnownFlags = [
 ];
 
 /** The flags the operator owns on `engine` under `opts`. */
-export function ownedFlags(engine: EngineFamily, opts: Pick<OwnedKeyOptions, 'kvCache' | 'dtypeOwned'>) {
+export function ownedFlags(
+  engine: EngineFamily,
+  opts: Pick<OwnedKeyOptions, 'kvCache' | 'dtypeOwned' | 'scope'>,
+) {
   const vllm = isVllmFamily(engine);
-  const connector = vllm ? vllmConnectorFlags : sglangConnectorFlags;
+  const connector =
+    opts.scope === 'pod'
+      ? podOwned[vllm ? 'vllm' : 'sglang'].flags
+      : vllm
+        ? vllmConnectorFlags
+        : sglangConnectorFlags;
   const flags: OwnedFlag[] = connector.map((flag) => ({ flag, ownership: 'connector' }));
   if (opts.kvCache && opts.dtypeOwned) flags.push({ flag: '--kv-cache-dtype', ownership: 'dtype' });
   if (opts.kvCache) flags.push({ flag: vllm ? '--block-size' : '--page-size', ownership: 'blockSize' });
@@ -119,7 +140,11 @@ export function ownedFlags(engine: EngineFamily, opts: Pick<OwnedKeyOptions, 'kv
 }
 
 /** The env names the operator owns on `engine`. */
-export function ownedEnvNames(engine: EngineFamily): readonly string[] {
+export function ownedEnvNames(
+  engine: EngineFamily,
+  scope: OwnedKeyOptions['scope'] = 'role',
+): readonly string[] {
+  if (scope === 'pod') return podOwned[isVllmFamily(engine) ? 'vllm' : 'sglang'].env;
   return isVllmFamily(engine) ? vllmEnv : sglangEnv;
 }
 
@@ -143,7 +168,14 @@ function resolveOwned(engine: EngineFamily, key: string, owned: OwnedFlag[]): Ow
   return expansions.length === 1 ? owned.find((o) => o.flag === expansions[0]) : undefined;
 }
 
-function wayOut(ownership: Ownership, flag: string): string {
+function wayOut(ownership: Ownership, flag: string, scope: OwnedKeyOptions['scope']): string {
+  if (scope === 'pod') {
+    if (ownership === 'dtype')
+      return `${flag} is injected from the KVCachePoolBinding's spec.domain.dtype; remove it and name a Binding whose domain.dtype is the dtype you want`;
+    if (ownership === 'blockSize')
+      return `${flag} is injected from the KVCachePoolBinding's spec.domain.blockSize; remove it and name a Binding whose domain.blockSize is the size you want`;
+    return 'the injection writes it from the Binding; remove it, or drop the kvcache.gpustack.ai/inject label to configure the cache yourself';
+  }
   const takeOver =
     'take over the whole argv with roles[].command (the operator then renders no cache configuration for that role)';
   if (ownership === 'dtype')
@@ -153,13 +185,27 @@ function wayOut(ownership: Ownership, flag: string): string {
   return `the operator renders it from spec.kvCache; remove it, or ${takeOver}`;
 }
 
-function argRefusal(engine: EngineFamily, path: string, arg: string, owned: OwnedFlag): string {
+function argRefusal(
+  engine: EngineFamily,
+  path: string,
+  arg: string,
+  owned: OwnedFlag,
+  scope: OwnedKeyOptions['scope'],
+): string {
   const spelled = arg.split('=', 1)[0]!;
   const as = spelled === owned.flag ? owned.flag : `${spelled} (read by the engine as ${owned.flag})`;
-  return `${path}: ${as} is owned by the operator on ${engineDisplayNames[engine]}: ${wayOut(owned.ownership, owned.flag)}`;
+  return `${path}: ${as} is owned by the operator on ${engineDisplayNames[engine]}: ${wayOut(owned.ownership, owned.flag, scope)}`;
 }
 
-function envRefusal(engine: EngineFamily, path: string, name: string): string {
+function envRefusal(
+  engine: EngineFamily,
+  path: string,
+  name: string,
+  scope: OwnedKeyOptions['scope'],
+): string {
+  if (scope === 'pod') {
+    return `${path}: env ${name} is written by the injection on ${engineDisplayNames[engine]}; remove it, or drop the kvcache.gpustack.ai/inject label to configure the cache yourself`;
+  }
   const why =
     name === 'MOONCAKE_TENANT_ID'
       ? "it selects the store tenant, which is the Binding's domain, so another value could read another team's cache"
@@ -180,11 +226,12 @@ export function findOwnedKeyRefusals(
   args.forEach((arg, i) => {
     const key = flagKey(engine, arg);
     const hit = key === undefined ? undefined : resolveOwned(engine, key, owned);
-    if (hit) refusals.push(argRefusal(engine, `${opts.field}.${argsField}[${i}]`, arg, hit));
+    if (hit) refusals.push(argRefusal(engine, `${opts.field}.${argsField}[${i}]`, arg, hit, opts.scope));
   });
-  const ownedEnv = new Set(ownedEnvNames(engine));
+  const ownedEnv = new Set(ownedEnvNames(engine, opts.scope));
   env.forEach((entry, i) => {
-    if (ownedEnv.has(entry.name)) refusals.push(envRefusal(engine, `${opts.field}.env[${i}]`, entry.name));
+    if (ownedEnv.has(entry.name))
+      refusals.push(envRefusal(engine, `${opts.field}.env[${i}]`, entry.name, opts.scope));
   });
   return refusals;
 }

@@ -6,6 +6,7 @@ import { findOwnedKeyRefusals } from '../inject/owned-keys.ts';
 import type { EngineFamily } from '../inject/types.ts';
 import { canonicalJson } from '../kube/canonical-json.ts';
 import type { AdmissionFindings } from './backend-rules.ts';
+import { ascendMismatch } from './pod-injection-rules.ts';
 
 export interface ModelDeploymentAdmissionContext {
   dtypeOwned: boolean;
@@ -40,6 +41,11 @@ export function validateModelDeployment(
   // A metadata-only edit (the finalizer's removal) is never refused, whatever the stored spec holds.
   if (old && canonicalJson(old.spec) === canonicalJson(md.spec)) return findings;
   for (let i = 0; i < md.spec.roles.length; i++) checkRole(md, i, ctx, findings);
+  const firstType = ctx.instanceTypes.get(md.spec.roles[0]?.instanceType ?? '');
+  const protocol = ctx.poolProtocols?.length === 1 ? ctx.poolProtocols[0]! : undefined;
+  const ascend =
+    !old && md.spec.kvCache && protocol ? ascendMismatch(familyOf(md, firstType), protocol) : undefined;
+  if (ascend) findings.errors.push(`spec.kvCache.poolRef: ${ascend}`);
   if (!old && md.spec.kvCache && (ctx.poolProtocols?.length ?? 0) >= 2) {
     findings.errors.push(
       `spec.kvCache.poolRef: KVCachePoolBinding ${md.spec.kvCache.poolRef.name} is served by member groups on several transports (${ctx.poolProtocols!.join(', ')}), and ${md.spec.engine.name} cannot pick one; use a Binding on a pool whose backend uses one transport`,

@@ -145,6 +145,12 @@ function connect(
   };
 }
 
+/** vLLM-Ascend reaches the store only over Ascend's transport (API `CANN`, store spelling `ascend`). */
+export function ascendMismatch(engine: EngineFamily, protocol: string): string | undefined {
+  if (engine !== 'vllm-ascend' || protocol === 'ascend') return undefined;
+  return `vLLM-Ascend needs the pool's store on the ascend transport, but it runs ${protocol}; use a pool whose backend sets transport.protocol: CANN`;
+}
+
 function escapePointer(key: string): string {
   return key.replaceAll('~', '~0').replaceAll('/', '~1');
 }
@@ -209,6 +215,8 @@ export function planPodInjection(pod: PodLike, ctx: PodInjectionContext): PodVer
   }
   const { connection, refusal } = connect(ctx, pod.metadata.namespace ?? 'default', binding);
   if (!connection) return no(refusal!);
+  const ascend = ascendMismatch(engine, connection.protocol);
+  if (ascend) return no(ascend);
   const out = injectCache({
     engine,
     role: role as 'Prefill' | 'Decode' | undefined,

@@ -56,7 +56,9 @@ export async function executeLedger(
       await ledger.put(tenant, bytes);
       outcome.wrote = true;
     } catch (err) {
-      outcome.failure = (err as LedgerError).failure;
+      const failure = (err as LedgerError).failure;
+      if (failure.kind === 'MultiTenancyDisabled') outcome.ledgerOff = true;
+      else outcome.failure = failure;
       return outcome;
     }
   }

@@ -95,7 +95,15 @@ export class PoolReconciler {
     for (const b of plan.releasing) {
       const failure = outcome?.deleteFailures.get(domainOf(b));
       if (releasedAll || (outcome && !failure && !outcome.failure)) await removeFinalizer(this.ctx.client, b);
-      else await this.writeStatus(b, decideBinding(b, plan, report, [], failure ?? outcome?.failure));
+      else {
+        const why = failure ??
+          outcome?.failure ?? {
+            kind: 'LedgerUnreachable' as const,
+            message:
+              report.unresolved?.message ?? report.ledgerFailure?.message ?? 'the master was not reached',
+          };
+        await this.writeStatus(b, decideBinding(b, plan, report, [], why));
+      }
     }
     for (const b of bindings.filter((x) => !plan.releasing.includes(x))) {
       await this.writeStatus(b, decideBinding(b, plan, report, this.usedBy(b)));

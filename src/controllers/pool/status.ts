@@ -102,6 +102,12 @@ export function decidePool(
     blockSize: b.spec.domain.blockSize,
     dtype: b.spec.domain.dtype,
   }));
+  // A contested domain is listed once (its first claimant): status.domains is keyed by name.
+  const seenNames = new Set<string>();
+  for (let k = domains.length - 1; k >= 0; k--) {
+    if (seenNames.has(domains[k]!.name)) domains.splice(k, 1);
+    else seenNames.add(domains[k]!.name);
+  }
   for (const retained of m.retained) {
     const prior = pool.status?.domains?.find((d) => d.name === retained);
     if (prior && !domains.some((d) => d.name === retained)) domains.push(prior);
@@ -212,6 +218,15 @@ function poolReleasable(live: KVCachePoolBinding[], m: MasterReport, domains: st
     );
   }
   const stuck = domains.filter((d) => m.retained.has(d));
+  // Only a backend that no longer exists is owed nothing; any other unreadable master still holds entries.
+  if (m.unresolved && m.unresolved.reason !== 'BackendNotFound' && !m.ledgerOff) {
+    return c(
+      'Releasable',
+      'False',
+      'LedgerNotReleased',
+      `the ledger cannot be released: ${m.unresolved.message}; retrying`,
+    );
+  }
   if (stuck.length || m.ledgerFailure) {
     return c(
       'Releasable',
@@ -283,12 +298,16 @@ export function decideBinding(
       );
     } else {
       const inflight = f.usageIncludesInFlight ? ' (usage includes writes still in flight)' : '';
+      const noPolicy =
+        f.explicitPolicy === false
+          ? '; the master reports no explicit policy for this domain, so its ceiling is not in force yet'
+          : '';
       conditions.push(
         c(
           'QuotaObserved',
           'True',
           'Observed',
-          `the master grants ${bytes(f.effectiveBytes) ?? 'no figure'} of the ${bytes(f.requestedBytes) ?? '?'} requested; ${bytes(f.usageBytes) ?? 'no figure'} in use${inflight}`,
+          `the master grants ${bytes(f.effectiveBytes) ?? 'no figure'} of the ${bytes(f.requestedBytes) ?? '?'} requested; ${bytes(f.usageBytes) ?? 'no figure'} in use${inflight}${noPolicy}`,
         ),
       );
       conditions.push(grantCondition(domain, f));

@@ -1,0 +1,329 @@
+// The Pod injection contract (KV-cache spec §3.5, §6.1, §6.2, §6.4): an opted-in Pod that names its
+// Binding and engine gets a JSON patch attaching it to the pool; anything the webhook cannot trust is
+// refused with the field and the fix; the written keys are frozen afterwards.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Container } from '../../src/inject/types.ts';
+import type { JsonPatchOp } from '../../src/kube/webhook-server.ts';
+import {
+  frozenKeyRefusal,
+  type PodInjectionContext,
+  type PodLike,
+  planPodInjection,
+} from '../../src/webhooks/pod-injection-rules.ts';
+import { backend, binding, clientEndpoint, cond, group, pool, readyPool } from './kvcache-builders.ts';
+
+const vllm: Container = {
+  name: 'vllm',
+  command: ['vllm', 'serve', 'Qwen/Qwen2.5-7B-Instruct'],
+  args: ['--max-model-len', '4096'],
+};
+const sglang: Container = {
+  name: 'sglang',
+  command: ['python3', '-m', 'sglang.launch_server', '--model-path', 'Qwen/Qwen2.5-7B-Instruct'],
+};
+
+function pod(containers: Container[] = [vllm], annotations: Record<string, string> = {}): PodLike {
+  return {
+    metadata: {
+      generateName: 'chat-',
+      namespace: 'team-a',
+      labels: { 'kvcache.gpustack.ai/inject': 'true' },
+      annotations: {
+        'kvcache.gpustack.ai/binding': 'team-a',
+        'kvcache.gpustack.ai/engine': 'vLLM',
+        ...annotations,
+      },
+    },
+    spec: { containers },
+  };
+}
+
+const ctx = (over: Partial<PodInjectionContext> = {}): PodInjectionContext => ({
+  binding: binding('team-a', 'team-a', { domain: 'qwen-fp8-v1', blockSize: 16, dtype: 'fp8_e4m3' }),
+  pool: readyPool(),
+  backend: backend(),
+  dtypeOwned: true,
+  ...over,
+});
+
+function accepted(p: PodLike, c = ctx()): JsonPatchOp[] {
+  const v = planPodInjection(p, c);
+  assert.ok(v.ok, v.ok ? '' : v.message);
+  return v.patch;
+}
+
+function refused(p: PodLike, c = ctx()): string {
+  const v = planPodInjection(p, c);
+  assert.ok(!v.ok, 'expected a refusal');
+  return v.message;
+}
+
+const op = (patch: JsonPatchOp[], path: string) => patch.find((o) => o.path === path);
+
+describe('planPodInjection: accepted Pods', () => {
+  it('attaches a vLLM Pod through the client-config file', () => {
+    const patch = accepted(pod());
+    assert.deepEqual(
+      patch.map((o) => [o.op, o.path]),
+      [
+        ['replace', '/spec/containers/0'],
+        ['add', '/spec/volumes'],
+        ['add', '/metadata/annotations/kvcache.gpustack.ai~1client-config'],
+        ['add', '/metadata/annotations/kvcache.gpustack.ai~1injected'],
+      ],
+    );
+    const container = op(patch, '/spec/containers/0')!.value as Container;
+    assert.deepEqual(container.command, vllm.command);
+    assert.deepEqual(container.args, [
+      '--max-model-len',
+      '4096',
+      '--kv-transfer-config',
+      '{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}',
+      '--kv-cache-dtype',
+      'fp8_e4m3',
+      '--block-size',
+      '16',
+    ]);
+    assert.deepEqual(container.volumeMounts, [
+      { name: 'gpustack-kvcache-config', mountPath: '/etc/gpustack/kvcache', readOnly: true },
+    ]);
+    assert.deepEqual(op(patch, '/spec/volumes')!.value, [
+      {
+        name: 'gpustack-kvcache-config',
+        downwardAPI: {
+          items: [
+            {
+              path: 'mooncake.json',
+              fieldRef: { fieldPath: "metadata.annotations['kvcache.gpustack.ai/client-config']" },
+            },
+          ],
+        },
+      },
+    ]);
+    const config = JSON.parse(
+      op(patch, '/metadata/annotations/kvcache.gpustack.ai~1client-config')!.value as string,
+    );
+    assert.equal(config.master_server_address, clientEndpoint);
+    assert.equal(config.protocol, 'tcp');
+    assert.equal(config.tenant_id, 'qwen-fp8-v1');
+    assert.deepEqual(
+      JSON.parse(op(patch, '/metadata/annotations/kvcache.gpustack.ai~1injected')!.value as string),
+      {
+        binding: 'team-a',
+        engine: 'vllm',
+        vehicle: 'file',
+        domain: 'qwen-fp8-v1',
+        tenantInjected: true,
+        launchProgram: 'vllm',
+        launchArgsForwarded: false,
+      },
+    );
+  });
+
+  it('replaces the volume list when the Pod already has volumes', () => {
+    const p = pod();
+    p.spec.volumes = [{ name: 'models', emptyDir: {} }];
+    const volumes = op(accepted(p), '/spec/volumes')!;
+    assert.equal(volumes.op, 'replace');
+    assert.deepEqual(
+      (volumes.value as { name: string }[]).map((v) => v.name),
+      ['models', 'gpustack-kvcache-config'],
+    );
+  });
+
+  it('attaches an SGLang Pod through the environment, with no volume or client config', () => {
+    const patch = accepted(pod([sglang], { 'kvcache.gpustack.ai/engine': 'SGLang' }));
+    assert.deepEqual(
+      patch.map((o) => o.path),
+      ['/spec/containers/0', '/metadata/annotations/kvcache.gpustack.ai~1injected'],
+    );
+    const container = op(patch, '/spec/containers/0')!.value as Container;
+    assert.deepEqual(container.args, [
+      '--hicache-storage-backend',
+      'mooncake',
+      '--enable-hierarchical-cache',
+      '--kv-cache-dtype',
+      'fp8_e4m3',
+      '--page-size',
+      '16',
+    ]);
+    const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
+    assert.equal(env.MOONCAKE_MASTER, clientEndpoint);
+    assert.equal(env.MOONCAKE_PROTOCOL, 'tcp');
+    assert.equal(env.MOONCAKE_TENANT_ID, 'qwen-fp8-v1');
+    const record = JSON.parse(patch[1]!.value as string);
+    assert.equal(record.vehicle, 'environment');
+  });
+
+  it('writes no tenant when the pool reports a master without multi-tenancy', () => {
+    const c = ctx({ pool: readyPool(cond('QuotaLedgerAvailable', 'False', 'MultiTenancyDisabled')) });
+    const patch = accepted(pod(), c);
+    const config = JSON.parse(
+      op(patch, '/metadata/annotations/kvcache.gpustack.ai~1client-config')!.value as string,
+    );
+    assert.equal(config.tenant_id, undefined);
+    assert.match(
+      op(patch, '/metadata/annotations/kvcache.gpustack.ai~1injected')!.value as string,
+      /"tenantInjected":false/,
+    );
+  });
+});
+
+describe('planPodInjection: the annotations', () => {
+  it('refuses an unknown kvcache.gpustack.ai/ annotation, the domain one included', () => {
+    assert.match(
+      refused(pod([vllm], { 'kvcache.gpustack.ai/domain': 'someone-else' })),
+      /^metadata\.annotations\[kvcache\.gpustack\.ai\/domain\] is not part of the injection contract \(the domain comes from the Binding\); remove it$/,
+    );
+  });
+
+  it('refuses a user-supplied injected or client-config annotation', () => {
+    for (const key of ['kvcache.gpustack.ai/injected', 'kvcache.gpustack.ai/client-config']) {
+      assert.equal(
+        refused(pod([vllm], { [key]: '{}' })),
+        `metadata.annotations[${key}] is written by the injection webhook; remove it`,
+      );
+    }
+  });
+
+  it('refuses a missing binding, or one with a namespace part', () => {
+    const p = pod();
+    delete p.metadata.annotations!['kvcache.gpustack.ai/binding'];
+    assert.match(
+      refused(p),
+      /^metadata\.annotations\[kvcache\.gpustack\.ai\/binding\] is required: name a KVCachePoolBinding/,
+    );
+    assert.match(
+      refused(pod([vllm], { 'kvcache.gpustack.ai/binding': 'team-b/theirs' })),
+      /"team-b\/theirs" must be a Binding name in the Pod's own namespace, without a namespace part/,
+    );
+  });
+
+  it('refuses a multi-container Pod that does not name its engine container', () => {
+    assert.match(
+      refused(pod([vllm, { name: 'sidecar', image: 'busybox' }])),
+      /kvcache\.gpustack\.ai\/container\] is required when a Pod has several containers: name the engine container/,
+    );
+    const named = pod([{ name: 'sidecar', image: 'busybox' }, vllm], {
+      'kvcache.gpustack.ai/container': 'vllm',
+    });
+    assert.equal(op(accepted(named), '/spec/containers/1')?.op, 'replace');
+  });
+
+  it('refuses an init container named as the engine container', () => {
+    const p = pod([vllm], { 'kvcache.gpustack.ai/container': 'warmup' });
+    p.spec.initContainers = [{ name: 'warmup', command: ['vllm', 'serve', 'x'] }];
+    assert.match(
+      refused(p),
+      /kvcache\.gpustack\.ai\/container\]: warmup is an init container; name an app container/,
+    );
+  });
+});
+
+describe('planPodInjection: the container', () => {
+  it('refuses sh -c, asking for the entry point directly', () => {
+    const shell = { name: 'vllm', command: ['sh', '-c', 'vllm serve Qwen/Qwen2.5-7B-Instruct'] };
+    assert.match(
+      refused(pod([shell])),
+      /^spec\.containers\[0\]: sh -c runs a command string .*; call vllm directly$/,
+    );
+  });
+
+  it('refuses an owned flag in args, naming where it is', () => {
+    const owned = { ...vllm, args: ['--kv-cache-dtype', 'fp8'] };
+    assert.match(
+      refused(pod([owned])),
+      /^spec\.containers\[0\]\.args\[0\]: --kv-cache-dtype is owned by the operator on vLLM/,
+    );
+  });
+
+  it('refuses a volume named like the one the injection owns', () => {
+    const p = pod();
+    p.spec.volumes = [{ name: 'gpustack-kvcache-config', emptyDir: {} }];
+    assert.match(
+      refused(p),
+      /^spec\.containers\[0\]: the volume gpustack-kvcache-config and the mount path \/etc\/gpustack\/kvcache belong to the injection; rename yours$/,
+    );
+  });
+});
+
+describe('planPodInjection: the Binding, pool and backend', () => {
+  it('refuses a Binding that does not exist, naming the namespace', () => {
+    assert.match(
+      refused(pod(), ctx({ binding: undefined })),
+      /KVCachePoolBinding team-a does not exist in namespace team-a/,
+    );
+  });
+
+  it('refuses a Binding being deleted', () => {
+    const deleting = binding('team-a', 'team-a', { deleting: true });
+    assert.match(
+      refused(pod(), ctx({ binding: deleting })),
+      /KVCachePoolBinding team-a\/team-a is being deleted; use another Binding/,
+    );
+  });
+
+  it('refuses while the pool cannot say whether its master keeps a ledger', () => {
+    const unreported = pool('shared-dram', { status: { phase: 'Provisioning', clientEndpoint } });
+    assert.match(
+      refused(pod(), ctx({ pool: unreported })),
+      /QuotaLedgerAvailable not reported yet\); retry once the pool is Ready/,
+    );
+    const outage = readyPool(
+      cond('QuotaLedgerAvailable', 'False', 'LedgerUnreachable', 'connect ECONNREFUSED'),
+    );
+    assert.match(
+      refused(pod(), ctx({ pool: outage })),
+      /QuotaLedgerAvailable LedgerUnreachable: connect ECONNREFUSED/,
+    );
+  });
+
+  it('refuses a pool that publishes no clientEndpoint', () => {
+    const noEndpoint = pool('shared-dram', {
+      status: { conditions: [cond('QuotaLedgerAvailable', 'True', 'Available')] },
+    });
+    assert.match(
+      refused(pod(), ctx({ pool: noEndpoint })),
+      /^pool shared-dram publishes no clientEndpoint yet; retry once its backend is Ready$/,
+    );
+  });
+
+  it('refuses a backend whose member groups use two transports', () => {
+    const mixed = backend('mooncake-dram', {
+      groups: [group({ transport: { protocol: 'RDMA' } }), group({ transport: { protocol: 'TCP' } })],
+    });
+    assert.match(
+      refused(pod(), ctx({ backend: mixed })),
+      /^pool shared-dram is served on several transports \(rdma, tcp\) and the engine cannot pick one/,
+    );
+  });
+});
+
+describe('frozenKeyRefusal', () => {
+  const created = pod([vllm], { 'kvcache.gpustack.ai/injected': '{"binding":"team-a"}' });
+
+  it('lets other metadata change', () => {
+    const edited = structuredClone(created);
+    edited.metadata.labels!.team = 'a';
+    assert.equal(frozenKeyRefusal(created, edited), undefined);
+  });
+
+  it('refuses removing the opt-in label, pointing at the Pod template', () => {
+    const edited = structuredClone(created);
+    delete edited.metadata.labels!['kvcache.gpustack.ai/inject'];
+    assert.match(
+      frozenKeyRefusal(created, edited)!,
+      /inject\] is fixed once the Pod exists; to stop injecting, change the Pod template/,
+    );
+  });
+
+  it('refuses editing or removing a written annotation', () => {
+    const edited = structuredClone(created);
+    delete edited.metadata.annotations!['kvcache.gpustack.ai/injected'];
+    assert.match(
+      frozenKeyRefusal(created, edited)!,
+      /injected\] is written by the injection webhook at creation/,
+    );
+  });
+});

@@ -1,0 +1,189 @@
+// What one master's tenant ledger should hold, decided from every pool and Binding on its backend
+// (KV-cache spec §5.3, §8): one tenant per Binding at its ceiling, contested domains left alone, and
+// deletes only for entries this operator registered.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KVCachePoolBinding } from '../../src/api/types.ts';
+import { type PlanInput, planLedger } from '../../src/controllers/pool/plan.ts';
+import type { LedgerEntry } from '../../src/store/tenant-ledger.ts';
+import { binding, pool } from './kvcache-builders.ts';
+
+const gi = (n: number) => BigInt(n) * 2n ** 30n;
+
+const entry = (tenant: string, requested: bigint | number, explicitPolicy = true): LedgerEntry => ({
+  tenant,
+  requestedBytes: Number(requested),
+  explicitPolicy,
+});
+
+function plan(over: Partial<PlanInput>) {
+  return planLedger({
+    pools: [pool()],
+    bindings: [],
+    isHeld: () => false,
+    ledger: [],
+    registered: new Set(),
+    ...over,
+  });
+}
+
+const names = (bs: KVCachePoolBinding[]) => bs.map((b) => `${b.metadata.namespace}/${b.metadata.name}`);
+
+describe('planLedger: desired tenants', () => {
+  it('asks for one tenant per Binding at its ceiling, never divided', () => {
+    const a = binding('team-a', 'qwen', { domain: 'qwen-fp8-v1', ceiling: '8Gi' });
+    const b = binding('team-b', 'llama', { domain: 'llama-bf16', ceiling: '600Gi' });
+    const p = plan({ bindings: [a, b] });
+    assert.deepEqual([...p.desired.keys()].sort(), ['llama-bf16', 'qwen-fp8-v1']);
+    assert.equal(p.desired.get('qwen-fp8-v1')!.bytes, 8589934592n);
+    assert.equal(p.desired.get('qwen-fp8-v1')!.pool, 'shared-dram');
+    assert.equal(p.desired.get('llama-bf16')!.bytes, gi(600));
+    assert.deepEqual(p.puts, [
+      { tenant: 'llama-bf16', bytes: gi(600) },
+      { tenant: 'qwen-fp8-v1', bytes: 8589934592n },
+    ]);
+  });
+
+  it('reads an omitted domain name as default', () => {
+    const p = plan({ bindings: [binding('team-a', 'plain', { domain: null, ceiling: '64Mi' })] });
+    assert.deepEqual(p.puts, [{ tenant: 'default', bytes: 67108864n }]);
+  });
+
+  it('manages a domain two Bindings claim for neither, and lists both claimants', () => {
+    const a = binding('team-a', 'first', { domain: 'shared' });
+    const b = binding('team-b', 'second', { domain: 'shared', ceiling: '16Gi' });
+    const c = binding('team-c', 'own', { domain: 'own' });
+    const p = plan({
+      bindings: [a, b, c],
+      ledger: [entry('shared', gi(8))],
+      registered: new Set(['shared']),
+    });
+    assert.deepEqual([...p.desired.keys()], ['own']);
+    assert.deepEqual(
+      p.contested.get('shared')!.map((x) => x.binding),
+      [a, b],
+    );
+    assert.deepEqual(
+      p.puts.map((x) => x.tenant),
+      ['own'],
+    );
+    assert.deepEqual(p.deletes, [], 'the contested entry is left as the master has it');
+  });
+
+  it('counts an omitted name and an explicit default as the same contested domain', () => {
+    const p = plan({
+      bindings: [binding('team-a', 'x', { domain: null }), binding('team-b', 'y', { domain: 'default' })],
+    });
+    assert.equal(p.desired.size, 0);
+    assert.equal(p.contested.get('default')?.length, 2);
+  });
+});
+
+describe('planLedger: deleting Bindings', () => {
+  it('releases a deleting Binding no workload holds, and deletes its explicit entry', () => {
+    const gone = binding('team-a', 'old', { domain: 'old', deleting: true });
+    const live = binding('team-b', 'new', { domain: 'new' });
+    const p = plan({ bindings: [gone, live], ledger: [entry('old', gi(8)), entry('new', gi(8))] });
+    assert.deepEqual(names(p.releasing), ['team-a/old']);
+    assert.deepEqual(p.held, []);
+    assert.deepEqual([...p.desired.keys()], ['new']);
+    assert.deepEqual(p.deletes, ['old']);
+    assert.deepEqual(p.puts, []);
+  });
+
+  it('keeps the claim and quota of a deleting Binding a workload still holds', () => {
+    const held = binding('team-a', 'busy', { domain: 'busy', deleting: true, ceiling: '16Gi' });
+    const p = plan({
+      bindings: [held],
+      isHeld: (b) => b === held,
+      ledger: [entry('busy', gi(8))],
+      registered: new Set(['busy']),
+    });
+    assert.deepEqual(names(p.held), ['team-a/busy']);
+    assert.deepEqual(p.releasing, []);
+    assert.deepEqual(p.puts, [{ tenant: 'busy', bytes: gi(16) }]);
+    assert.deepEqual(p.deletes, []);
+  });
+
+  it('does not delete a releasing domain another live Binding now claims', () => {
+    const gone = binding('team-a', 'old', { domain: 'reused', deleting: true });
+    const successor = binding('team-b', 'new', { domain: 'reused' });
+    const p = plan({ bindings: [gone, successor], ledger: [entry('reused', gi(8))] });
+    assert.deepEqual(names(p.releasing), ['team-a/old']);
+    assert.deepEqual(p.deletes, []);
+    assert.deepEqual(p.puts, []);
+  });
+});
+
+describe('planLedger: puts', () => {
+  it('writes nothing when every entry already holds the ceiling with an explicit policy', () => {
+    const p = plan({
+      bindings: [binding('team-a', 'qwen', { domain: 'qwen' })],
+      ledger: [entry('qwen', gi(8))],
+    });
+    assert.deepEqual(p.puts, []);
+    assert.deepEqual(p.deletes, []);
+  });
+
+  it('puts a tenant whose requested bytes differ from the ceiling', () => {
+    const p = plan({
+      bindings: [binding('team-a', 'qwen', { domain: 'qwen', ceiling: '12Gi' })],
+      ledger: [entry('qwen', gi(8))],
+    });
+    assert.deepEqual(p.puts, [{ tenant: 'qwen', bytes: gi(12) }]);
+  });
+
+  it('puts a tenant the master lists at the right figure but without an explicit policy', () => {
+    const p = plan({
+      bindings: [binding('team-a', 'qwen', { domain: 'qwen' })],
+      ledger: [entry('qwen', gi(8), false)],
+    });
+    assert.deepEqual(p.puts, [{ tenant: 'qwen', bytes: gi(8) }]);
+  });
+
+  it('returns puts sorted by tenant, whatever the Binding order', () => {
+    const p = plan({
+      bindings: ['zeta', 'alpha', 'mid'].map((d) => binding('team-a', d, { domain: d })),
+    });
+    assert.deepEqual(
+      p.puts.map((x) => x.tenant),
+      ['alpha', 'mid', 'zeta'],
+    );
+  });
+});
+
+describe('planLedger: deletes', () => {
+  it('deletes registered domains no Binding wants, sorted, only where the policy is explicit', () => {
+    const p = plan({
+      bindings: [binding('team-a', 'kept', { domain: 'kept' })],
+      registered: new Set(['zz-gone', 'kept', 'aa-gone', 'implicit']),
+      ledger: [
+        entry('kept', gi(8)),
+        entry('zz-gone', gi(1)),
+        entry('aa-gone', gi(1)),
+        entry('implicit', 0, false),
+      ],
+    });
+    assert.deepEqual(p.deletes, ['aa-gone', 'zz-gone']);
+  });
+
+  it('never deletes an entry it did not register, nor one the master does not list', () => {
+    const p = plan({
+      registered: new Set(['registered-but-absent']),
+      ledger: [entry('someone-else', gi(4)), entry('default', gi(1))],
+    });
+    assert.deepEqual(p.deletes, []);
+  });
+
+  it('plans no writes at all when the ledger could not be read', () => {
+    const p = plan({
+      bindings: [binding('team-a', 'qwen', { domain: 'qwen' }), binding('team-b', 'old', { deleting: true })],
+      registered: new Set(['stale']),
+      ledger: undefined,
+    });
+    assert.deepEqual(p.puts, []);
+    assert.deepEqual(p.deletes, []);
+    assert.deepEqual([...p.desired.keys()], ['qwen'], 'desired is still decided (it seeds the policy)');
+    assert.deepEqual(names(p.releasing), ['team-b/old']);
+  });
+});

@@ -1,0 +1,228 @@
+// A pool's conditions, phase and figures, decided from what its master reported this pass (KV-cache
+// spec §2.2, §5.3, §8): a pool is Ready only when the master can hold its quotas, and figures are
+// absent rather than zero when nothing was read.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KVCachePool, KVCachePoolBinding } from '../../src/api/types.ts';
+import { planLedger } from '../../src/controllers/pool/plan.ts';
+import { decidePool, type MasterReport } from '../../src/controllers/pool/status.ts';
+import { binding, conditionOf, figures, messageOf, pool, report } from './kvcache-builders.ts';
+
+function decide(p: KVCachePool, bindings: KVCachePoolBinding[], m: MasterReport = report()) {
+  const plan = planLedger({ pools: [p], bindings, isHeld: () => false, ledger: [], registered: new Set() });
+  return decidePool(p, bindings, plan, m);
+}
+
+const qwen = () => binding('team-a', 'qwen', { domain: 'qwen', ceiling: '600Gi' });
+const llama = () => binding('team-b', 'llama', { domain: 'llama', ceiling: '200Gi' });
+
+describe('decidePool: phase', () => {
+  it('is Ready when the backend resolves, the ledger is writable and capacity is allocatable', () => {
+    const d = decide(pool(), [qwen()]);
+    assert.equal(d.phase, 'Ready');
+    assert.equal(d.phaseMessage, 'the master holds every quota this pool asked for');
+    for (const [type, reason] of [
+      ['BackendResolved', 'Resolved'],
+      ['QuotaLedgerAvailable', 'Available'],
+      ['QuotaPolicyWritable', 'Writable'],
+      ['CapacityAllocatable', 'Allocatable'],
+      ['QuotaWithinTotal', 'WithinTotal'],
+    ]) {
+      assert.deepEqual(conditionOf(d, type!), { status: 'True', reason }, type);
+    }
+    assert.match(messageOf(d, 'CapacityAllocatable'), /900Gi/);
+    assert.equal(d.status.clientEndpoint, 'mooncake-dram-leader.gpustack-system.svc:50051');
+    assert.deepEqual(d.status.usedBy, [{ kind: 'KVCachePoolBinding', namespace: 'team-a', name: 'qwen' }]);
+    assert.equal(conditionOf(d, 'Releasable'), undefined, 'Releasable exists only while deleting');
+  });
+
+  it('stays Ready when oversubscribed, and names the ceilings’ sum and the total', () => {
+    const d = decide(pool('shared-dram', { total: '700Gi' }), [qwen(), llama()]);
+    assert.equal(d.phase, 'Ready');
+    assert.deepEqual(conditionOf(d, 'QuotaWithinTotal'), { status: 'False', reason: 'Oversubscribed' });
+    assert.match(messageOf(d, 'QuotaWithinTotal'), /sum to 800Gi, past the pool's quota\.total of 700Gi/);
+  });
+
+  it('stays Ready when the master keeps no ledger, saying it serves one reuse domain', () => {
+    const d = decide(pool(), [qwen()], report({ ledgerOff: true }));
+    assert.equal(d.phase, 'Ready');
+    assert.deepEqual(conditionOf(d, 'QuotaLedgerAvailable'), {
+      status: 'False',
+      reason: 'MultiTenancyDisabled',
+    });
+    assert.deepEqual(conditionOf(d, 'QuotaPolicyWritable'), {
+      status: 'Unknown',
+      reason: 'MultiTenancyDisabled',
+    });
+    assert.match(messageOf(d, 'QuotaLedgerAvailable'), /serves exactly one reuse domain/);
+    assert.equal(d.status.usage, undefined, 'no per-domain figures without a ledger');
+  });
+
+  it('is Error when a ledger request failed, with the failure in the phase message', () => {
+    const d = decide(
+      pool(),
+      [qwen()],
+      report({ ledgerFailure: { kind: 'LedgerUnreachable', message: 'connect ECONNREFUSED 10.0.0.9:9003' } }),
+    );
+    assert.equal(d.phase, 'Error');
+    assert.equal(d.phaseMessage, 'connect ECONNREFUSED 10.0.0.9:9003');
+    assert.deepEqual(conditionOf(d, 'QuotaLedgerAvailable'), {
+      status: 'False',
+      reason: 'LedgerUnreachable',
+    });
+    assert.deepEqual(conditionOf(d, 'QuotaPolicyWritable'), {
+      status: 'Unknown',
+      reason: 'LedgerUnreachable',
+    });
+  });
+
+  it('is Error when the master cannot persist its policy, saying the quota is not in force', () => {
+    const d = decide(
+      pool(),
+      [qwen()],
+      report({ ledgerFailure: { kind: 'QuotaPolicyNotWritable', message: 'policy file is read-only' } }),
+    );
+    assert.equal(d.phase, 'Error');
+    assert.deepEqual(conditionOf(d, 'QuotaPolicyWritable'), {
+      status: 'False',
+      reason: 'QuotaPolicyNotWritable',
+    });
+    assert.match(d.phaseMessage, /NOT in force/);
+  });
+
+  it('is Error when the master has nothing to allocate (members not mounted yet)', () => {
+    const d = decide(pool(), [qwen()], report({ allocatableBytes: 0 }));
+    assert.equal(d.phase, 'Error');
+    assert.deepEqual(conditionOf(d, 'CapacityAllocatable'), { status: 'False', reason: 'NothingToAllocate' });
+    assert.match(d.phaseMessage, /nothing to allocate.*not mounted their segments yet/);
+  });
+
+  it('is Error with CapacityNotObserved when the master was not scraped', () => {
+    for (const m of [report({ figures: undefined }), report({ allocatableBytes: undefined })]) {
+      const d = decide(pool(), [qwen()], m);
+      assert.equal(d.phase, 'Error');
+      assert.deepEqual(conditionOf(d, 'CapacityAllocatable'), {
+        status: 'False',
+        reason: 'CapacityNotObserved',
+      });
+    }
+  });
+
+  for (const reason of ['BackendNotFound', 'EndpointsNotPublished'] as const) {
+    it(`is Error on ${reason}, and judges nothing the master would have said`, () => {
+      const message = `backend mooncake-dram: ${reason}`;
+      const d = decide(pool(), [qwen()], report({ unresolved: { reason, message }, figures: undefined }));
+      assert.equal(d.phase, 'Error');
+      assert.equal(d.phaseMessage, message);
+      assert.deepEqual(conditionOf(d, 'BackendResolved'), { status: 'False', reason });
+      assert.equal(conditionOf(d, 'QuotaLedgerAvailable'), undefined);
+      assert.equal(conditionOf(d, 'CapacityAllocatable'), undefined);
+      assert.equal(d.status.usage, undefined);
+    });
+  }
+});
+
+describe('decidePool: figures', () => {
+  it('sums its own domains’ usage as a binary quantity', () => {
+    const m = report({
+      figures: figures({
+        qwen: { usageBytes: 48 * 2 ** 20 },
+        llama: { usageBytes: 16 * 2 ** 20 },
+        stranger: { usageBytes: 2 ** 30 },
+      }),
+    });
+    assert.deepEqual(decide(pool(), [qwen(), llama()], m).status.usage, { total: '64Mi' });
+  });
+
+  it('keeps a figure that is not a whole binary unit in plain bytes', () => {
+    const m = report({ figures: figures({ qwen: { usageBytes: 53687091 } }) });
+    assert.deepEqual(decide(pool(), [qwen()], m).status.usage, { total: '53687091' });
+  });
+
+  it('reports no usage when none of its domains appears in the scrape, and 0 with no domains', () => {
+    const m = report({ figures: figures({ stranger: { usageBytes: 4096 } }) });
+    assert.equal(decide(pool(), [qwen()], m).status.usage, undefined);
+    assert.deepEqual(decide(pool(), [], m).status.usage, { total: '0' });
+    assert.equal(decide(pool(), [], report({ figures: undefined })).status.usage, undefined);
+  });
+
+  it('lists its domains sorted, each with its Binding, block size and dtype', () => {
+    const d = decide(pool(), [qwen(), llama()]);
+    assert.deepEqual(d.status.domains, [
+      { name: 'llama', binding: { namespace: 'team-b', name: 'llama' }, blockSize: 16, dtype: 'bfloat16' },
+      { name: 'qwen', binding: { namespace: 'team-a', name: 'qwen' }, blockSize: 16, dtype: 'bfloat16' },
+    ]);
+  });
+
+  it('keeps a domain the master refused to drop, and omits the releasing Binding from usedBy', () => {
+    const old = binding('team-a', 'old', { domain: 'old', deleting: true });
+    const prior = {
+      name: 'old',
+      binding: { namespace: 'team-a', name: 'old' },
+      blockSize: 32,
+      dtype: 'fp8_e4m3',
+    };
+    const p = pool('shared-dram', { status: { domains: [prior] } });
+    const d = decide(p, [old, llama()], report({ retained: new Set(['old']) }));
+    assert.deepEqual(
+      (d.status.domains as { name: string }[]).map((x) => x.name),
+      ['llama', 'old'],
+    );
+    assert.deepEqual((d.status.domains as unknown[])[1], prior);
+    assert.deepEqual(d.status.usedBy, [{ kind: 'KVCachePoolBinding', namespace: 'team-b', name: 'llama' }]);
+  });
+
+  it('leaves out the ceilings of releasing Bindings from the oversubscription sum', () => {
+    const old = binding('team-a', 'old', { ceiling: '800Gi', deleting: true });
+    const d = decide(pool(), [old, llama()]);
+    assert.deepEqual(conditionOf(d, 'QuotaWithinTotal'), { status: 'True', reason: 'WithinTotal' });
+  });
+});
+
+describe('decidePool: deletion', () => {
+  it('is held by its Bindings, and names them', () => {
+    const d = decide(pool('shared-dram', { deleting: true }), [qwen(), llama()]);
+    assert.equal(d.phase, 'Deleting');
+    assert.deepEqual(conditionOf(d, 'Releasable'), { status: 'False', reason: 'HeldByBindings' });
+    assert.match(d.phaseMessage, /team-a\/qwen, team-b\/llama; delete them first/);
+  });
+
+  it('is held by a deleting Binding a workload still uses', () => {
+    const p = pool('shared-dram', { deleting: true });
+    const held = binding('team-a', 'busy', { deleting: true });
+    const plan = planLedger({
+      pools: [p],
+      bindings: [held],
+      isHeld: () => true,
+      ledger: [],
+      registered: new Set(),
+    });
+    const d = decidePool(p, [held], plan, report());
+    assert.deepEqual(conditionOf(d, 'Releasable'), { status: 'False', reason: 'HeldByBindings' });
+  });
+
+  it('is not released while the master refuses to drop a non-empty domain', () => {
+    const prior = { name: 'old', binding: { namespace: 'team-a', name: 'old' } };
+    const p = pool('shared-dram', { deleting: true, status: { domains: [prior] } });
+    const d = decide(p, [], report({ retained: new Set(['old']) }));
+    assert.equal(d.phase, 'Deleting');
+    assert.deepEqual(conditionOf(d, 'Releasable'), { status: 'False', reason: 'LedgerNotReleased' });
+    assert.match(d.phaseMessage, /non-empty domains old; drain them/);
+  });
+
+  it('is not released while a ledger request fails', () => {
+    const failure = {
+      kind: 'LedgerUnreachable' as const,
+      message: 'no leader of backend mooncake-dram is ready',
+    };
+    const d = decide(pool('shared-dram', { deleting: true }), [], report({ ledgerFailure: failure }));
+    assert.deepEqual(conditionOf(d, 'Releasable'), { status: 'False', reason: 'LedgerNotReleased' });
+    assert.match(d.phaseMessage, /no leader of backend mooncake-dram is ready; retrying/);
+  });
+
+  it('is released once nothing holds it, its releasing Bindings included', () => {
+    const d = decide(pool('shared-dram', { deleting: true }), [binding('team-a', 'old', { deleting: true })]);
+    assert.equal(d.phase, 'Deleting');
+    assert.deepEqual(conditionOf(d, 'Releasable'), { status: 'True', reason: 'Released' });
+  });
+});
