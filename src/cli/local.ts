@@ -1,40 +1,25 @@
-// `kvpool local`: a real control plane on this machine with the CRDs installed, in the foreground.
+// `kvpool local`: the embedded local cluster in the foreground — a real control plane, a node agent
+// running the store's and engines' Pods as processes, a service proxy, the CRDs and the operator.
 // Ctrl-C stops every process it started.
-import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { KubeClient } from '../kube/client.ts';
-import { installCrds } from '../kube/install-crds.ts';
-import { ControlPlane } from '../local/control-plane.ts';
-import { kubeBinary, projectRoot } from '../local/toolchain.ts';
+import { parseArgs } from 'node:util';
+import { LocalCluster } from '../local/cluster.ts';
+import { projectRoot } from '../local/toolchain.ts';
 
-export async function runLocal(_args: string[]): Promise<number> {
-  const home = join(projectRoot, '.kvpool');
-  const dir = join(home, 'control-plane');
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(join(home, 'bin'), { recursive: true });
-  const cp = await ControlPlane.start({ dir, controllers: true });
-  try {
-    await serve(cp, home);
-  } finally {
-    console.error('stopping the local control plane');
-    await cp.stop();
-  }
-  return 0;
-}
-
-async function serve(cp: ControlPlane, home: string): Promise<void> {
-  const kubeconfig = join(home, 'kubeconfig');
-  rmSync(kubeconfig, { force: true });
-  symlinkSync(cp.kubeconfigPath, kubeconfig);
-  const kubectl = join(home, 'bin', 'kubectl');
-  rmSync(kubectl, { force: true });
-  symlinkSync(kubeBinary('kubectl'), kubectl);
-  const client = await KubeClient.fromKubeconfigFile(cp.kubeconfigPath);
-  await installCrds(client);
-  await client.close();
-  console.log(`kvpool ready: export KUBECONFIG=${kubeconfig}; ${kubectl} get crds`);
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
+export async function runLocal(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { nodes: { type: 'string', default: '2' } } });
+  const root = join(projectRoot, '.kvpool');
+  const stopped = new Promise<void>((resolve) => {
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => resolve());
   });
+  console.error(`starting the local cluster (${values.nodes} nodes) in ${root}`);
+  const cluster = await LocalCluster.start({ root, nodes: Number(values.nodes) });
+  const kubectl = join(root, 'bin', 'kubectl');
+  console.log(
+    `kvpool ready: export KUBECONFIG=${cluster.kubeconfigPath}; ${kubectl} get nodes,kvcb,instancetype`,
+  );
+  await stopped;
+  console.error('stopping the local cluster');
+  await cluster.stop();
+  return 0;
 }
