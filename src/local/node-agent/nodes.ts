@@ -7,6 +7,7 @@ import { ApiError } from '../../kube/errors.ts';
 import type { Logger } from '../../kube/log.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { toolchain } from '../toolchain.ts';
+import { apiTime } from './pod-types.ts';
 
 export interface NodeSpecification {
   name: string;
@@ -18,7 +19,7 @@ export interface NodeSpecification {
 
 type Node = KubeObject & {
   spec?: { taints?: { key: string; effect: string; value?: string }[] };
-  status?: unknown;
+  status?: { conditions?: { type: string; status: string; lastTransitionTime?: string }[] };
 };
 
 const notReadyTaint = 'node.kubernetes.io/not-ready';
@@ -52,8 +53,9 @@ export class NodeRegistrar {
     for (const node of this.nodes) {
       await this.register(node);
       await this.heartbeat(node);
-      await this.renewLease(node);
     }
+    // kube-node-lease may not exist yet right after the API server started; the timer retries.
+    await this.each((n) => this.renewLease(n));
     this.timers.push(
       setInterval(() => void this.each((n) => this.renewLease(n)), this.intervals.leaseMs),
       setInterval(() => void this.each((n) => this.heartbeat(n)), this.intervals.heartbeatMs),
@@ -116,34 +118,31 @@ export class NodeRegistrar {
   }
 
   private async heartbeat(node: NodeSpecification): Promise<void> {
-    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-    const pressure = (type: string, reason: string, message: string) => ({
-      type,
-      status: 'False',
-      reason,
-      message,
-      lastHeartbeatTime: now,
-    });
-    const conditions = [
-      pressure('MemoryPressure', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'),
-      pressure('DiskPressure', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'),
-      pressure('PIDPressure', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
-      {
-        type: 'Ready',
-        status: 'True',
-        reason: 'KubeletReady',
-        message: 'kubelet is posting ready status',
+    const now = apiTime();
+    const live = await this.client.get<Node>(this.ref(node.name));
+    const condition = (type: string, status: 'True' | 'False', reason: string, message: string) => {
+      const before = live.status?.conditions?.find((b) => b.type === type);
+      const moved = before?.status !== status || !before.lastTransitionTime;
+      return {
+        type,
+        status,
+        reason,
+        message,
         lastHeartbeatTime: now,
-      },
+        lastTransitionTime: moved ? now : before.lastTransitionTime,
+      };
+    };
+    const conditions = [
+      condition(
+        'MemoryPressure',
+        'False',
+        'KubeletHasSufficientMemory',
+        'kubelet has sufficient memory available',
+      ),
+      condition('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'),
+      condition('PIDPressure', 'False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
+      condition('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status'),
     ];
-    const live = await this.client.get<
-      Node & { status?: { conditions?: { type: string; status: string; lastTransitionTime?: string }[] } }
-    >(this.ref(node.name));
-    for (const c of conditions as { type: string; status: string; lastTransitionTime?: string }[]) {
-      const before = live.status?.conditions?.find((b) => b.type === c.type);
-      c.lastTransitionTime =
-        before?.status === c.status && before.lastTransitionTime ? before.lastTransitionTime : now;
-    }
     await this.client.mergePatch(
       this.ref(node.name),
       {

@@ -71,58 +71,52 @@ function condition(
   };
 }
 
+type Verdict = readonly [] | readonly [reason: string, message?: string];
+
+/** Why the Pod is not initialised, if it is not. */
+function initializedVerdict(o: PodObservation): Verdict {
+  const incomplete = o.init
+    .filter((c) => (c.sidecar ? !c.started : c.state.terminated?.exitCode !== 0))
+    .map((c) => c.name);
+  if (!incomplete.length) return [];
+  return ['ContainersNotInitialized', `containers with incomplete status: [${incomplete.join(' ')}]`];
+}
+
+/** Why the containers are not ready, if they are not (a finished Pod never is). */
+function containersReadyVerdict(o: PodObservation, phase: Phase): Verdict {
+  if (phase === 'Succeeded' || phase === 'Failed') return ['PodCompleted'];
+  const unready = [...o.init.filter((c) => c.sidecar), ...o.app].filter((c) => !c.ready).map((c) => c.name);
+  if (!unready.length) return [];
+  return ['ContainersNotReady', `containers with unready status: [${unready.join(' ')}]`];
+}
+
+/** Why the Pod is not ready: its containers, or a readiness gate whose condition is not True. */
+function readyVerdict(o: PodObservation, containers: Verdict): Verdict {
+  if (containers.length) return containers;
+  const gate = (o.pod.spec.readinessGates ?? []).find(
+    (g) => !o.pod.status?.conditions?.some((c) => c.type === g.conditionType && c.status === 'True'),
+  );
+  if (!gate) return [];
+  return [
+    'ReadinessGatesNotReady',
+    `corresponding condition of pod readiness gate "${gate.conditionType}" does not exist.`,
+  ];
+}
+
 export function derivePodStatus(o: PodObservation, now: string): PodStatus {
   const previous = o.pod.status ?? {};
   const prev = previous.conditions;
   const phase = podPhase(o);
-  const incompleteInit = o.init
-    .filter((c) => (c.sidecar ? !c.started : c.state.terminated?.exitCode !== 0))
-    .map((c) => c.name);
-  const unready = [...o.init.filter((c) => c.sidecar), ...o.app].filter((c) => !c.ready).map((c) => c.name);
-  const gates = (o.pod.spec.readinessGates ?? []).filter(
-    (g) => !prev?.some((c) => c.type === g.conditionType && c.status === 'True'),
-  );
-  const completed = phase === 'Succeeded' || phase === 'Failed';
-  const containersReady = unready.length === 0 && !completed;
-  const notReady = (what: string) =>
-    completed
-      ? (['PodCompleted', undefined] as const)
-      : (['ContainersNotReady', `containers with unready status: [${what}]`] as const);
-  const scheduled = prev?.find((c) => c.type === 'PodScheduled');
+  const initialized = initializedVerdict(o);
+  const containersReady = containersReadyVerdict(o, phase);
+  const ready = readyVerdict(o, containersReady);
   const conditions: PodCondition[] = [
     condition(prev, 'PodReadyToStartContainers', o.sandboxReady, now),
-    condition(
-      prev,
-      'Initialized',
-      incompleteInit.length === 0,
-      now,
-      ...(incompleteInit.length === 0
-        ? []
-        : ([
-            'ContainersNotInitialized',
-            `containers with incomplete status: [${incompleteInit.join(' ')}]`,
-          ] as const)),
-    ),
-    condition(prev, 'Ready', containersReady && gates.length === 0, now, ...readyReason()),
-    condition(
-      prev,
-      'ContainersReady',
-      containersReady,
-      now,
-      ...(containersReady ? [] : notReady(unready.join(' '))),
-    ),
-    scheduled ?? condition(prev, 'PodScheduled', true, now),
+    condition(prev, 'Initialized', !initialized.length, now, ...initialized),
+    condition(prev, 'Ready', !ready.length, now, ...ready),
+    condition(prev, 'ContainersReady', !containersReady.length, now, ...containersReady),
+    prev?.find((c) => c.type === 'PodScheduled') ?? condition(prev, 'PodScheduled', true, now),
   ];
-  function readyReason(): readonly [string?, string?] {
-    if (!containersReady) return notReady(unready.join(' '));
-    if (gates.length) {
-      return [
-        'ReadinessGatesNotReady',
-        `corresponding condition of pod readiness gate "${gates[0]!.conditionType}" does not exist.`,
-      ];
-    }
-    return [];
-  }
   // Conditions other writers own (readiness gates, DisruptionTarget) stay as they are.
   const ours = new Set(conditions.map((c) => c.type));
   for (const c of prev ?? []) if (!ours.has(c.type)) conditions.push(c);

@@ -247,6 +247,8 @@ export class PodWorker {
 
   /** Writes the status through the status subresource when it differs from the stored one. */
   private async writeStatus(): Promise<void> {
+    // After shutdown the Pod object is left as it is.
+    if (this.closed) return;
     const status = this.observe();
     const text = canonicalJson(status);
     if (text === this.lastWritten || text === canonicalJson(this.pod.status ?? {})) return;

@@ -2,7 +2,7 @@
 // configMap, secret, downwardAPI, projected, the default service-account token) or a path below the
 // node's directory (hostPath). Containers bind-mount them (see launch.ts).
 import { chmodSync, chownSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, posix, relative } from 'node:path';
 import { type EnvSources, expandVars, type PodAddresses } from './env.ts';
 import { MountError } from './errors.ts';
 import type { Container, Pod, Volume } from './pod-types.ts';
@@ -160,52 +160,22 @@ export class PodVolumes {
 
   /** The node's path on this machine, created or checked by `type` as the kubelet does. */
   private prepareHostPath(nodePath: string, type: string): string {
-    const path = join(this.ctx.nodeRoot, nodePath);
-    const kind = (() => {
-      try {
-        const st = statSync(path);
-        if (st.isDirectory()) return 'Directory';
-        if (st.isFile()) return 'File';
-        if (st.isSocket()) return 'Socket';
-        if (st.isCharacterDevice()) return 'CharDevice';
-        if (st.isBlockDevice()) return 'BlockDevice';
-        return 'other';
-      } catch {
-        return undefined;
+    // Resolved against the node's `/`, so `..` cannot leave the node's directory.
+    const path = join(this.ctx.nodeRoot, posix.resolve('/', nodePath));
+    const kind = fileKind(path);
+    if (!kind && (type === '' || type === 'DirectoryOrCreate'))
+      mkdirSync(path, { recursive: true, mode: 0o755 });
+    else if (!kind && type === 'FileOrCreate') {
+      mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
+      writeFileSync(path, '', { mode: 0o644 });
+    } else if (type !== '') {
+      const expected = hostPathKinds[type];
+      if (!expected) throw new MountError(`hostPath type ${type} is not supported`);
+      if (kind !== expected[0]) {
+        throw new MountError(
+          `hostPath type check failed: ${nodePath} is not ${expected[1]} (node path ${path})`,
+        );
       }
-    })();
-    const fail = (what: string) => {
-      throw new MountError(`hostPath type check failed: ${nodePath} is not ${what} (node path ${path})`);
-    };
-    switch (type) {
-      case '':
-      case 'DirectoryOrCreate':
-        if (!kind) mkdirSync(path, { recursive: true, mode: 0o755 });
-        else if (type === 'DirectoryOrCreate' && kind !== 'Directory') fail('a directory');
-        break;
-      case 'FileOrCreate':
-        if (!kind) {
-          mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
-          writeFileSync(path, '', { mode: 0o644 });
-        } else if (kind !== 'File') fail('a file');
-        break;
-      case 'Directory':
-        if (kind !== 'Directory') fail('a directory');
-        break;
-      case 'File':
-        if (kind !== 'File') fail('a file');
-        break;
-      case 'Socket':
-        if (kind !== 'Socket') fail('a socket file');
-        break;
-      case 'CharDevice':
-        if (kind !== 'CharDevice') fail('a character device');
-        break;
-      case 'BlockDevice':
-        if (kind !== 'BlockDevice') fail('a block device');
-        break;
-      default:
-        throw new MountError(`hostPath type ${type} is not supported`);
     }
     return path;
   }
@@ -236,6 +206,31 @@ export class PodVolumes {
   /** Removes the Pod's volume directories (hostPath data stays). */
   teardown(): void {
     rmSync(join(this.ctx.podDir, 'volumes'), { recursive: true, force: true });
+  }
+}
+
+/** What a hostPath `type` requires, and how the kubelet's message names it. */
+const hostPathKinds: Record<string, [string, string]> = {
+  DirectoryOrCreate: ['Directory', 'a directory'],
+  Directory: ['Directory', 'a directory'],
+  FileOrCreate: ['File', 'a file'],
+  File: ['File', 'a file'],
+  Socket: ['Socket', 'a socket file'],
+  CharDevice: ['CharDevice', 'a character device'],
+  BlockDevice: ['BlockDevice', 'a block device'],
+};
+
+function fileKind(path: string): string | undefined {
+  try {
+    const st = statSync(path);
+    if (st.isDirectory()) return 'Directory';
+    if (st.isFile()) return 'File';
+    if (st.isSocket()) return 'Socket';
+    if (st.isCharacterDevice()) return 'CharDevice';
+    if (st.isBlockDevice()) return 'BlockDevice';
+    return 'other';
+  } catch {
+    return undefined;
   }
 }
 
