@@ -81,11 +81,16 @@ def store_connector_in(kv_transfer_config: dict) -> dict | None:
     return None
 
 
+def local_pod_ip(env) -> str | None:
+    """The Pod's own address: POD_IP when a manifest sets it, else the local cluster's runtime hint."""
+    return env.get("POD_IP") or env.get("KVPOOL_LOCAL_POD_IP") or None
+
+
 def vllm_local_hostname(args: ServerArgs, env) -> str:
     if env.get("MOONCAKE_LOCAL_HOSTNAME"):
         return env["MOONCAKE_LOCAL_HOSTNAME"]
-    if env.get("POD_IP"):
-        return env["POD_IP"]
+    if local_pod_ip(env):
+        return local_pod_ip(env)
     if args.host and args.host not in ("0.0.0.0", "::"):
         return args.host
     return "127.0.0.1"

@@ -25,6 +25,7 @@ from engine_standin_config import (
     ConfigError,
     StoreSettings,
     check_master_resolves,
+    local_pod_ip,
     sglang_store_settings,
     vllm_store_settings,
 )
@@ -344,7 +345,7 @@ def bind_address(args: ServerArgs, env) -> str:
     """Pods sharing one host network each bind their own Pod IP instead of every address."""
     if args.host and args.host not in ("0.0.0.0", "::"):
         return args.host
-    return env.get("POD_IP") or "0.0.0.0"
+    return local_pod_ip(env) or "0.0.0.0"
 
 
 def main(engine: str, argv: list[str], env=None) -> int:

@@ -63,6 +63,10 @@ function leaderArgs(backend: KVCacheBackend, ctx: BackendRenderContext): string[
     `--election=${electionOn(backend) ? 'Kubernetes' : 'None'}`,
     `--lease=${ctx.namespace}/${leaderName(backend)}`,
     `--probe-port=${leaderProbePort}`,
+    // Mooncake's own etcd election uses a 5 s TTL; the Lease matches it, so a lost leader is replaced as fast.
+    '--lease-duration-ms=5000',
+    '--renew-deadline-ms=3500',
+    '--retry-period-ms=500',
     ...((leader.multiTenancy ?? true)
       ? [`--policy-seed=${policySeedFile}`, `--policy-file=${policyFile}`]
       : []),

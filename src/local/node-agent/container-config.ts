@@ -32,6 +32,9 @@ function baseEnv(ctx: ContainerConfigContext, path: string[], imageEnv: Record<s
     KUBERNETES_SERVICE_PORT: String(port),
     KUBERNETES_SERVICE_PORT_HTTPS: String(port),
     KUBERNETES_PORT: `tcp://${host}:${port}`,
+    // Pods here share one network namespace: a server that binds every address would take its port on
+    // every Pod. Local programs (the engine stand-in) bind this address instead; real Pods have their own.
+    KVPOOL_LOCAL_POD_IP: ctx.sandbox.podIP ?? '',
   };
 }
 
