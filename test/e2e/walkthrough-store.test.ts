@@ -1,0 +1,235 @@
+// The walkthrough's store on the embedded local cluster, for real: Step 1 (two 8Gi members read back
+// as 16Gi from the master), Step 4 (three leaders, one serving), and failovers — graceful delete, a
+// hard kill of the Pod, a SIGKILL of the process — with Service and with Lease member addressing.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import type { KVCachePool, KVCachePoolBinding } from '../../src/api/types.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
+import { conditionOf, type E2ECluster, eventually, startE2ECluster } from '../support/local-cluster.ts';
+import { seedText } from '../support/seed.ts';
+import { runStoreClient } from '../support/store-client.ts';
+
+const ns = 'gpustack-system';
+type Pod = KubeObject & {
+  status?: { podIP?: string; containerStatuses?: { ready?: boolean; restartCount?: number }[] };
+  spec: { containers: { resources?: { requests?: Record<string, string> } }[] };
+};
+
+/** PIDs of a Pod's processes on this machine (the local runtime gives each its Pod name as HOSTNAME). */
+function podPids(pod: string): number[] {
+  return readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .filter((e) => {
+      try {
+        return readFileSync(`/proc/${e}/environ`, 'utf8').split('\0').includes(`HOSTNAME=${pod}`);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+describe('the walkthrough store on the local cluster', () => {
+  let e: E2ECluster;
+  const leaders = async () =>
+    (
+      await e.cluster.client.list<Pod>(
+        { apiVersion: 'v1', kind: 'Pod', namespace: ns },
+        { labelSelector: 'app.kubernetes.io/component=leader' },
+      )
+    ).items;
+  const serving = async () =>
+    (await leaders()).find((p) => p.status?.containerStatuses?.[0]?.ready && !p.metadata.deletionTimestamp);
+  /** Ready with the full 16Gi, read from a master other than `notAt` (a new leader), and how long it took. */
+  const readyAgain = async (t0: number, notAt: string) => {
+    await eventually('the backend Ready with 16Gi on a new leader', async () => {
+      const b = await e.backend('mooncake-dram');
+      const leader = conditionOf(b, 'LeaderAvailable')?.message ?? '';
+      return b.status?.phase === 'Ready' &&
+        b.status.capacity?.total === '16Gi' &&
+        !leader.includes(`${notAt}:`)
+        ? true
+        : undefined;
+    });
+    return performance.now() - t0;
+  };
+  const poolAndBindingReady = async () => {
+    await eventually('pool and Binding Ready', async () => {
+      const p = await e.cluster.client.get<KVCachePool>({
+        apiVersion: 'worker.gpustack.ai/v1',
+        kind: 'KVCachePool',
+        name: 'shared-dram',
+      });
+      const b = await e.cluster.client.get<KVCachePoolBinding>({
+        apiVersion: 'worker.gpustack.ai/v1',
+        kind: 'KVCachePoolBinding',
+        namespace: 'team-a',
+        name: 'team-a',
+      });
+      return p.status?.phase === 'Ready' && b.status?.phase === 'Ready' && b.status.effectiveQuota === '8Gi'
+        ? true
+        : undefined;
+    });
+  };
+  const write = async (key: string, ip: string) =>
+    runStoreClient(
+      { master: `${ip}:50051`, host: e.cluster.agent.nodeIP(e.cluster.nodes[0]!)!, tenant: 'default' },
+      [{ op: 'put', key, data: Buffer.from(`value of ${key}`) }],
+    );
+  const read = async (key: string, ip: string) =>
+    runStoreClient(
+      { master: `${ip}:50051`, host: e.cluster.agent.nodeIP(e.cluster.nodes[0]!)!, tenant: 'default' },
+      [{ op: 'get', key }],
+    );
+
+  before(async () => {
+    e = await startE2ECluster();
+  });
+  after(() => e?.stop());
+
+  it('Step 1: Ready, the Service endpoint, 16Gi read from the master; members request 8Gi', async () => {
+    await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-1-store.yaml'));
+    const row = await eventually('kubectl get kvcb shows Ready', async () => {
+      const out = await e.kubectl(['get', 'kvcb', 'mooncake-dram', '--no-headers']);
+      return /\sReady\s/.test(out) ? out : undefined;
+    });
+    assert.match(
+      row,
+      /^mooncake-dram\s+Mooncake\s+Ready\s+mooncake-dram-leader\.gpustack-system\.svc:50051\s+16Gi\s/,
+    );
+    const b = await e.backend('mooncake-dram');
+    assert.equal(conditionOf(b, 'MembersMounted')?.status, 'True');
+    assert.equal(b.status?.members?.length, 2);
+    assert.deepEqual(new Set(b.status?.members?.map((m) => m.nodeName)), new Set(e.cluster.nodes));
+    const members = (
+      await e.cluster.client.list<Pod>(
+        { apiVersion: 'v1', kind: 'Pod', namespace: ns },
+        { labelSelector: 'app.kubernetes.io/component=member-0' },
+      )
+    ).items;
+    for (const m of members) assert.equal(m.spec.containers[0]!.resources?.requests?.memory, '8Gi');
+    const rss = members
+      .flatMap((m) => podPids(m.metadata.name!))
+      .map((pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0));
+    console.log(
+      `two 8Gi members hold ${Math.round(rss.reduce((a, b) => a + b, 0) / 1024)} MiB resident before any write`,
+    );
+  });
+
+  it('Step 2 on top: the pool and the Binding are Ready, and a key can be written under the domain', async () => {
+    await e.kubectl(['create', 'namespace', 'team-a']);
+    await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-2-pool-binding.yaml'));
+    await poolAndBindingReady();
+    const ip = (await serving())!.status!.podIP!;
+    assert.deepEqual(await write('before-failover', ip), [{ rc: 0 }]);
+  });
+
+  it('Step 4: three leader replicas, one serving (3 desired / 1 ready), the first leader Pod kept', async () => {
+    const first = (await serving())!.metadata.uid;
+    await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-4-ha.yaml'));
+    const row = await eventually('3 desired / 1 ready', async () => {
+      const out = await e.kubectl(['-n', ns, 'get', 'deployment', 'mooncake-dram-leader', '--no-headers']);
+      return /^mooncake-dram-leader\s+1\/3\s+3\s+1\s/.test(out) ? out : undefined;
+    });
+    assert.ok(row);
+    const b = await eventually('ElectionObserved and RolloutComplete', async () => {
+      const x = await e.backend('mooncake-dram');
+      return conditionOf(x, 'ElectionObserved')?.status === 'True' &&
+        conditionOf(x, 'RolloutComplete')?.status === 'True'
+        ? x
+        : undefined;
+    });
+    assert.equal(b.status?.phase, 'Ready');
+    assert.equal((await serving())!.metadata.uid, first, 'the first leader Pod still serves');
+  });
+
+  it('fails over when the serving leader Pod is deleted: a standby serves, members remount, the cache is cold', async () => {
+    const old = (await serving())!;
+    const t0 = performance.now();
+    await e.kubectl(['-n', ns, 'delete', 'pod', old.metadata.name!, '--wait=false']);
+    const ms = await readyAgain(t0, old.status!.podIP!);
+    console.log(`graceful delete → Ready with 16Gi: ${Math.round(ms)} ms`);
+    await poolAndBindingReady();
+    const ip = (await serving())!.status!.podIP!;
+    assert.notEqual(ip, old.status!.podIP);
+    const [got] = await read('before-failover', ip);
+    assert.ok(
+      got && 'data' in got && got.data.length === 0,
+      'a key written before the failover is gone (cold cache)',
+    );
+  });
+
+  it('fails over when the serving leader Pod is killed hard (force delete): within the Lease + 5 s', async () => {
+    const old = (await serving())!;
+    const t0 = performance.now();
+    await e.kubectl(['-n', ns, 'delete', 'pod', old.metadata.name!, '--grace-period=0', '--force']);
+    const ms = await readyAgain(t0, old.status!.podIP!);
+    console.log(`hard kill → Ready with 16Gi: ${Math.round(ms)} ms`);
+    assert.ok(ms <= 5000 + 5000, `took ${Math.round(ms)} ms`);
+    await poolAndBindingReady();
+  });
+
+  it('recovers when the leader’s process is SIGKILLed (the container restarts or a standby takes over)', async () => {
+    const old = (await serving())!;
+    const pids = podPids(old.metadata.name!);
+    assert.ok(pids.length > 0);
+    const t0 = performance.now();
+    for (const pid of pids) process.kill(pid, 'SIGKILL');
+    await eventually(
+      'the backend to notice',
+      async () => ((await e.backend('mooncake-dram')).status?.phase !== 'Ready' ? true : undefined),
+      15_000,
+    ).catch(() => undefined);
+    await eventually('Ready with 16Gi again', async () => {
+      const b = await e.backend('mooncake-dram');
+      return b.status?.phase === 'Ready' && b.status.capacity?.total === '16Gi' ? true : undefined;
+    });
+    console.log(`SIGKILL of the leader process → Ready with 16Gi: ${Math.round(performance.now() - t0)} ms`);
+    await poolAndBindingReady();
+  });
+
+  it('fails over the same way with memberAddressing: Lease', async () => {
+    await e.kubectl([
+      'patch',
+      'kvcb',
+      'mooncake-dram',
+      '--type=merge',
+      '-p',
+      '{"spec":{"connection":{"managed":{"leader":{"memberAddressing":"Lease"}}}}}',
+    ]);
+    await eventually(
+      'members re-pointed through the Lease',
+      async () => {
+        const members = (
+          await e.cluster.client.list<
+            Pod & { spec: { containers: { env?: { name: string; value?: string }[] }[] } }
+          >(
+            { apiVersion: 'v1', kind: 'Pod', namespace: ns },
+            { labelSelector: 'app.kubernetes.io/component=member-0' },
+          )
+        ).items;
+        const ok =
+          members.length === 2 &&
+          members.every(
+            (m) =>
+              !m.metadata.deletionTimestamp &&
+              m.status?.containerStatuses?.[0]?.ready &&
+              m.spec.containers[0]!.env?.some(
+                (v) => v.value === 'k8s://gpustack-system/mooncake-dram-leader',
+              ),
+          );
+        const b = await e.backend('mooncake-dram');
+        return ok && b.status?.phase === 'Ready' && b.status.capacity?.total === '16Gi' ? true : undefined;
+      },
+      120_000,
+    );
+    const old = (await serving())!;
+    const t0 = performance.now();
+    await e.kubectl(['-n', ns, 'delete', 'pod', old.metadata.name!, '--wait=false']);
+    console.log(
+      `Lease addressing, graceful delete → Ready with 16Gi: ${Math.round(await readyAgain(t0, old.status!.podIP!))} ms`,
+    );
+    await poolAndBindingReady();
+  });
+});
