@@ -5,7 +5,10 @@ interface ContainerStatus {
   name: string;
   ready?: boolean;
   restartCount?: number;
-  state?: { waiting?: { reason?: string; message?: string } };
+  state?: {
+    waiting?: { reason?: string; message?: string };
+    terminated?: { exitCode?: number; message?: string; reason?: string };
+  };
   lastState?: { terminated?: { exitCode?: number; message?: string; reason?: string } };
 }
 

@@ -11,6 +11,7 @@ import { leaderName } from './labels.ts';
 import { leaderAdminPort, leaderRpcPort } from './render-leader.ts';
 import { type BackendStatusDecision, decideBackendStatus } from './status.ts';
 import { teardownBackend, teardownPollMs } from './teardown.ts';
+import { TierCleanup } from './tier-cleanup.ts';
 import { buildBackendView, externalAdminAddress, leaseHolder, managedAdminAddress } from './view.ts';
 import { type BackendInformers, backendInformers, wireBackendWatches } from './watches.ts';
 
@@ -27,11 +28,13 @@ export class BackendReconciler {
   private readonly appliedOnce = new Set<string>();
   private readonly holders = new Map<string, string>();
   private readonly warned = new Set<string>();
+  private readonly cleanup: TierCleanup;
 
   constructor(ctx: OperatorContext, options: BackendControllerOptions = {}) {
     this.ctx = ctx;
     this.observeIntervalMs = options.observeIntervalMs ?? 15_000;
     this.informers = backendInformers(ctx);
+    this.cleanup = new TierCleanup(ctx, this.informers);
     this.controller = new Controller({
       name: 'kvcachebackend',
       concurrency: 2,
@@ -96,7 +99,9 @@ export class BackendReconciler {
       renderProblem,
       replicasPending,
     });
-    await this.writeStatus(backend, decideBackendStatus(view), view.usedBy);
+    const decision = decideBackendStatus(view);
+    await this.writeStatus(backend, decision, view.usedBy);
+    await this.noteTier(backend, decision);
     if (managed) await this.noteHandover(backend, holder);
     return { requeueAfterMs: this.observeIntervalMs };
   }
@@ -137,6 +142,14 @@ export class BackendReconciler {
     });
   }
 
+  /** One Warning event when the tier is first found holding earlier content. */
+  private async noteTier(backend: KVCacheBackend, d: BackendStatusDecision): Promise<void> {
+    const before = backend.status?.conditions?.some((c) => c.type === 'TierWasEmpty');
+    const now = d.conditions.find((c) => c.type === 'TierWasEmpty');
+    if (before || now?.status !== 'False') return;
+    await this.ctx.events.record(backend, 'Warning', 'KVCacheTierNotEmpty', now.message);
+  }
+
   /** A Normal event when the Lease holder changes between passes (the first sighting is not one). */
   private async noteHandover(backend: KVCacheBackend, holder: string | undefined): Promise<void> {
     const name = backend.metadata.name!;
@@ -156,7 +169,7 @@ export class BackendReconciler {
   private async reconcileDeletion(backend: KVCacheBackend): Promise<ReconcileResult | undefined> {
     const view = buildBackendView(backend, this.ctx, this.informers, {});
     if (view.usedBy.length === 0) {
-      const outcome = await teardownBackend(backend, this.ctx, this.informers, this.warned);
+      const outcome = await teardownBackend(backend, this.ctx, this.informers, this.warned, this.cleanup);
       if (outcome.done) {
         await this.observe(backend.metadata.name!, undefined);
         return undefined;

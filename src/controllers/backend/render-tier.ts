@@ -98,9 +98,10 @@ export function surveyContainer(disk: LocalDisk, image: string, pullPolicy: stri
 
 /** preStop: deregister the tier first so peers get clean misses while the process drains for `grace`. */
 export function unmountHook(port: number, grace: number) {
-  const url = `http://127.0.0.1:${port}/api/unmount_local_disk`;
+  // The member's REST server listens on the Pod IP (MOONCAKE_LOCAL_HOSTNAME), not on every address.
+  const url = `http://' + os.environ.get('MOONCAKE_LOCAL_HOSTNAME', '127.0.0.1') + ':${port}/api/unmount_local_disk`;
   const script =
-    `import urllib.request; urllib.request.urlopen(urllib.request.Request('${url}', ` +
+    `import os, urllib.request; urllib.request.urlopen(urllib.request.Request('${url}', ` +
     `data=b'{"grace_period_seconds": ${grace}}', headers={'Content-Type': 'application/json'}, ` +
     `method='POST'), timeout=${grace + hookMarginSeconds})`;
   return { preStop: { exec: { command: ['python3', '-c', script] } } };

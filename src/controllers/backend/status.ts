@@ -39,6 +39,8 @@ export interface BackendView {
   lease?: { holder?: string } | 'unreadable';
   /** Rows of the previous status, kept when a listing fails. */
   previousMembers?: MemberRow[];
+  /** Decided once from the first members' survey (disk tier only); undefined while undecided. */
+  tierWasEmpty?: DecidedCondition;
 }
 
 export interface MemberRow {
@@ -372,6 +374,7 @@ export function decideBackendStatus(v: BackendView): BackendStatusDecision {
     deletable,
     rolloutVerdict(v),
     electionVerdict(v),
+    v.tierWasEmpty,
   ].filter((c): c is DecidedCondition => c !== undefined);
   const decision: BackendStatusDecision = {
     ...phaseOf(v, leader, members.condition, capacity.total, deletable),

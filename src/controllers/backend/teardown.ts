@@ -5,6 +5,7 @@ import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { removeFinalizer } from '../apply.ts';
 import type { OperatorContext } from '../context.ts';
+import type { TierCleanup } from './tier-cleanup.ts';
 import type { BackendInformers } from './watches.ts';
 import { byInstance } from './watches.ts';
 
@@ -35,6 +36,7 @@ export async function teardownBackend(
   ctx: OperatorContext,
   informers: BackendInformers,
   warned: Set<string>,
+  cleanup: TierCleanup,
 ): Promise<TeardownOutcome> {
   const name = backend.metadata.name!;
   const ns = ctx.namespace;
@@ -55,7 +57,10 @@ export async function teardownBackend(
     };
     await ctx.client.delete(ref, { propagationPolicy: 'Background' });
   }
-  const pods = informers.pods.byIndex(byInstance, name) as PodLike[];
+  // The tier's cleanup Pods run after the members are gone; they are not workloads to wait for.
+  const pods = (informers.pods.byIndex(byInstance, name) as PodLike[]).filter(
+    (p) => p.metadata.labels?.['app.kubernetes.io/component'] !== 'tier-cleanup',
+  );
   const waiting = pods.filter((p) => !abandoned(p));
   for (const p of pods.filter(abandoned)) {
     if (warned.has(p.metadata.uid!)) continue;
@@ -74,6 +79,9 @@ export async function teardownBackend(
     ];
     return { done: false, message: `waiting for ${parts.join(', ')} to terminate` };
   }
+  const tier = await cleanup.run(backend);
+  if (!tier.done) return { done: false, message: tier.message };
   await removeFinalizer(ctx.client, backend);
+  cleanup.forget(backend);
   return { done: true };
 }

@@ -6,10 +6,11 @@ import type { StoreObservation } from '../../store/observe.ts';
 import type { OperatorContext } from '../context.ts';
 import { anyDiskTier, electionOn, managedConnection } from './effective-spec.ts';
 import { componentLabel, leaderName } from './labels.ts';
-import { viewPod } from './pod-view.ts';
+import { type Pod, viewPod } from './pod-view.ts';
 import { leaderAdminPort } from './render-leader.ts';
 import type { BackendView, MemberRow } from './status.ts';
-import { type BackendInformers, byBackend, byInstance, byService } from './watches.ts';
+import { decideTierWasEmpty, firstMembers, readSurvey } from './tier-survey.ts';
+import { type BackendInformers, byBackend, byInstance, byInvolvedUid, byService } from './watches.ts';
 
 /** Pools naming this backend, including those still tearing down: each holds the backend until gone. */
 export function backendUsedBy(informers: BackendInformers, backend: string): UsedByEntry[] {
@@ -50,6 +51,31 @@ export function leaseHolder(
   return informers.leases.get(leaderName(backend), namespace)?.spec?.holderIdentity || undefined;
 }
 
+/** TierWasEmpty from the first member Pods of the groups that declare a tier (decided once). */
+function tierVerdict(backend: KVCacheBackend, informers: BackendInformers, pods: Pod[]) {
+  const groups = managedConnection(backend)
+    .members.map((g, i) => (g.localDisks?.length ? i : -1))
+    .filter((i) => i >= 0);
+  if (groups.length === 0) return undefined;
+  const previous = backend.status?.conditions?.find((c) => c.type === 'TierWasEmpty');
+  const inGroups = pods.filter((p) =>
+    groups.some((i) => p.metadata.labels?.[componentLabel] === `member-${i}`),
+  );
+  const readings = firstMembers(inGroups, backend.metadata.creationTimestamp).flatMap(
+    (p) => readSurvey(p) ?? [],
+  );
+  const desired = groups
+    .map(
+      (i) =>
+        informers.daemonSets.get(
+          `${backend.metadata.name}-member-${i}`,
+          inGroups[0]?.metadata.namespace ?? '',
+        ) as { status?: { desiredNumberScheduled?: number } } | undefined,
+    )
+    .reduce((n, ds) => n + (ds?.status?.desiredNumberScheduled ?? 0), 0);
+  return decideTierWasEmpty(readings, desired, previous);
+}
+
 export function buildBackendView(
   backend: KVCacheBackend,
   ctx: OperatorContext,
@@ -69,7 +95,13 @@ export function buildBackendView(
     .map((p) => viewPod(p, 'Leader'));
   const memberPods = pods.flatMap((p) => {
     const m = /^member-(\d+)$/.exec(p.metadata.labels?.[componentLabel] ?? '');
-    return m ? [{ ...viewPod(p, 'Member'), group: Number(m[1]) }] : [];
+    if (!m) return [];
+    const view = { ...viewPod(p, 'Member'), group: Number(m[1]) };
+    // A mount the kubelet cannot make keeps the Pod "creating"; only its Warning event says why.
+    const failed = informers.mountFailures.byIndex(byInvolvedUid, p.metadata.uid ?? '').at(-1);
+    if (!view.ready && !view.fault && failed?.message)
+      view.fault = { reason: 'FailedMount', message: failed.message };
+    return [view];
   });
   const deployment = managed ? informers.deployments.get(leaderName(backend), ctx.namespace) : undefined;
   const lease = managed ? informers.leases.get(leaderName(backend), ctx.namespace) : undefined;
@@ -96,5 +128,6 @@ export function buildBackendView(
     election: managed && electionOn(backend),
     lease: lease ? { holder: lease.spec?.holderIdentity || undefined } : undefined,
     previousMembers: backend.status?.members as MemberRow[] | undefined,
+    tierWasEmpty: managed ? tierVerdict(backend, informers, pods) : undefined,
   };
 }

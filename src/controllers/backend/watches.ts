@@ -31,7 +31,16 @@ export interface BackendInformers {
   services: Informer<KubeObject>;
   slices: Informer<EndpointSlice>;
   leases: Informer<Lease>;
+  /** Warning events about mounts the kubelet could not make (a missing tier directory). */
+  mountFailures: Informer<MountEvent>;
 }
+
+export type MountEvent = KubeObject & {
+  involvedObject?: { name?: string; uid?: string };
+  message?: string;
+  lastTimestamp?: string;
+};
+export const byInvolvedUid = 'involved';
 
 const storeSelector = `${nameLabel}=kv-cache-backend`;
 export const byInstance = 'instance';
@@ -81,6 +90,13 @@ export function backendInformers(ctx: OperatorContext): BackendInformers {
       indexers: { [byService]: (s) => [s.metadata.labels?.['kubernetes.io/service-name'] ?? ''] },
     }),
     leases: f.get<Lease>({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: ns }),
+    mountFailures: f.get<MountEvent>({
+      apiVersion: 'v1',
+      kind: 'Event',
+      namespace: ns,
+      fieldSelector: 'reason=FailedMount',
+      indexers: { [byInvolvedUid]: (e) => (e.involvedObject?.uid ? [e.involvedObject.uid] : []) },
+    }),
   };
 }
 
@@ -98,6 +114,10 @@ export function wireBackendWatches(controller: Controller, i: BackendInformers, 
     controller.watch(inf, instanceOf);
   }
   controller.watch(i.slices, (s) => leaderOwner(s.metadata.labels?.['kubernetes.io/service-name']));
+  controller.watch(i.mountFailures, (e) => {
+    const pod = i.pods.list().find((p) => p.metadata.uid === e.involvedObject?.uid);
+    return pod ? instanceOf(pod) : [];
+  });
   controller.watch(i.leases, (l, event, old) =>
     event === 'update' && old?.spec?.holderIdentity === l.spec?.holderIdentity
       ? []

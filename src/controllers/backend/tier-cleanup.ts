@@ -1,0 +1,182 @@
+// `cleanAfterDelete: true` (KV-cache spec §7): once a deleted backend's members are gone, empty the
+// tier directory's content on every node the group selected at deletion time, with one cleanup Pod per
+// node and a 5-minute deadline each; never a path another backend's tier also uses. Outcomes that
+// leave content behind are Warning events on the Node.
+import { createHash } from 'node:crypto';
+import type { KVCacheBackend } from '../../api/types.ts';
+import type { KubeObject } from '../../kube/object.ts';
+import type { OperatorContext } from '../context.ts';
+import { groupDisk, managedConnection, resolveImages } from './effective-spec.ts';
+import { backendLabels, backendOwnerReference } from './labels.ts';
+import { shellQuote } from './render-tier.ts';
+import type { BackendInformers } from './watches.ts';
+
+export const cleanupDeadlineMs = 5 * 60_000;
+
+type Node = KubeObject & { metadata: { labels?: Record<string, string> } };
+type CleanupPod = KubeObject & { status?: { phase?: string } };
+
+interface Job {
+  group: number;
+  path: string;
+  node: string;
+  nodeUid?: string;
+  outcome?: 'cleaned' | 'skipped' | 'partly' | 'not-cleaned';
+}
+
+/** Paths overlap when equal or one contains the other. */
+export function pathsOverlap(a: string, b: string): boolean {
+  const norm = (p: string) => (p.endsWith('/') ? p : `${p}/`);
+  return norm(a).startsWith(norm(b)) || norm(b).startsWith(norm(a));
+}
+
+function podName(backend: string, group: number, node: string): string {
+  const full = `${backend}-tier-clean-${group}-${node}`;
+  return full.length <= 63
+    ? full
+    : `${full.slice(0, 50)}-${createHash('sha256').update(full).digest('hex').slice(0, 12)}`;
+}
+
+export class TierCleanup {
+  private readonly ctx: OperatorContext;
+  private readonly informers: BackendInformers;
+  /** Per backend uid: the nodes each group selected when the deletion began. */
+  private readonly plans = new Map<string, Job[]>();
+
+  constructor(ctx: OperatorContext, informers: BackendInformers) {
+    this.ctx = ctx;
+    this.informers = informers;
+  }
+
+  /** Advances the cleanup; done once every node is cleaned, skipped or given up. */
+  async run(backend: KVCacheBackend): Promise<{ done: boolean; message: string }> {
+    const jobs = await this.plan(backend);
+    for (const job of jobs.filter((j) => !j.outcome)) await this.advance(backend, job);
+    const open = jobs.filter((j) => !j.outcome);
+    return open.length
+      ? { done: false, message: `emptying the tier directory on ${open.map((j) => j.node).join(', ')}` }
+      : { done: true, message: 'tier directories handled' };
+  }
+
+  forget(backend: KVCacheBackend): void {
+    this.plans.delete(backend.metadata.uid!);
+  }
+
+  private async plan(backend: KVCacheBackend): Promise<Job[]> {
+    const known = this.plans.get(backend.metadata.uid!);
+    if (known) return known;
+    const nodes = (await this.ctx.client.list<Node>({ apiVersion: 'v1', kind: 'Node' })).items;
+    const jobs: Job[] = [];
+    managedConnection(backend).members.forEach((group, i) => {
+      const disk = groupDisk(group);
+      if (!disk?.cleanAfterDelete) return;
+      const selected = nodes.filter((n) =>
+        Object.entries(group.nodeSelector).every(([k, v]) => n.metadata.labels?.[k] === v),
+      );
+      for (const n of selected)
+        jobs.push({ group: i, path: disk.path, node: n.metadata.name!, nodeUid: n.metadata.uid });
+    });
+    this.plans.set(backend.metadata.uid!, jobs);
+    return jobs;
+  }
+
+  /** Another live backend's tier on a path overlapping this one (re-checked every pass). */
+  private sharedWith(backend: KVCacheBackend, path: string): string | undefined {
+    for (const other of this.informers.backends.list()) {
+      if (other.metadata.uid === backend.metadata.uid || !other.spec.connection.managed) continue;
+      if (
+        other.spec.connection.managed.members.some(
+          (g) => groupDisk(g) && pathsOverlap(groupDisk(g)!.path, path),
+        )
+      )
+        return other.metadata.name;
+    }
+    return undefined;
+  }
+
+  private async nodeEvent(job: Job, reason: string, message: string): Promise<void> {
+    const node = { apiVersion: 'v1', kind: 'Node', metadata: { name: job.node, uid: job.nodeUid } };
+    await this.ctx.events.record(node, 'Warning', reason, message);
+  }
+
+  private async advance(backend: KVCacheBackend, job: Job): Promise<void> {
+    const name = podName(backend.metadata.name!, job.group, job.node);
+    const ref = { apiVersion: 'v1', kind: 'Pod', namespace: this.ctx.namespace, name };
+    const shared = this.sharedWith(backend, job.path);
+    if (shared) {
+      await this.ctx.client.delete(ref);
+      job.outcome = 'skipped';
+      return this.nodeEvent(
+        job,
+        'KVCacheTierSharedPath',
+        `${job.path} of backend ${backend.metadata.name} overlaps backend ${shared}'s tier; nothing was removed`,
+      );
+    }
+    const pod = await this.ctx.client.find<CleanupPod>(ref);
+    if (!pod) return this.create(backend, job, name);
+    const phase = pod.status?.phase;
+    const age = Date.now() - Date.parse(pod.metadata.creationTimestamp ?? new Date().toISOString());
+    if (phase === 'Succeeded') job.outcome = 'cleaned';
+    else if (phase === 'Failed') {
+      job.outcome = 'partly';
+      await this.nodeEvent(
+        job,
+        'KVCacheTierPartlyEmptied',
+        `emptying ${job.path} for backend ${backend.metadata.name} failed part way; some content remains`,
+      );
+    } else if (age > cleanupDeadlineMs) {
+      job.outcome = phase === 'Running' ? 'partly' : 'not-cleaned';
+      await this.ctx.client.delete(ref);
+      await this.nodeEvent(
+        job,
+        phase === 'Running' ? 'KVCacheTierPartlyEmptied' : 'KVCacheTierNotCleaned',
+        phase === 'Running'
+          ? `emptying ${job.path} for backend ${backend.metadata.name} did not finish within 5 minutes and was stopped; some content remains`
+          : `${job.path} for backend ${backend.metadata.name} could not be emptied within 5 minutes (the node did not run the cleanup); its content remains`,
+      );
+    }
+  }
+
+  private async create(backend: KVCacheBackend, job: Job, name: string): Promise<void> {
+    let image: string;
+    try {
+      image = resolveImages(backend, this.ctx.settings.get('kv-cache-backend-image').trim()).members[
+        job.group
+      ]!;
+    } catch (err) {
+      job.outcome = 'not-cleaned';
+      return this.nodeEvent(
+        job,
+        'KVCacheTierNotCleaned',
+        `no image to empty ${job.path} with: ${String(err)}`,
+      );
+    }
+    await this.ctx.client.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name,
+        namespace: this.ctx.namespace,
+        labels: backendLabels(backend.metadata.name!, 'tier-cleanup'),
+        ownerReferences: [backendOwnerReference(backend)],
+      },
+      spec: {
+        nodeName: job.node,
+        restartPolicy: 'Never',
+        tolerations: [{ operator: 'Exists' }],
+        imagePullSecrets: backend.spec.imagePullSecrets,
+        securityContext: { runAsUser: 0, runAsGroup: 0 },
+        containers: [
+          {
+            name: 'empty-tier',
+            image,
+            // The directory stays (the admin made it, with its owner); only its content goes.
+            command: ['sh', '-c', `find ${shellQuote(job.path)} -mindepth 1 -delete`],
+            volumeMounts: [{ name: 'local-disk', mountPath: job.path }],
+          },
+        ],
+        volumes: [{ name: 'local-disk', hostPath: { path: job.path, type: 'Directory' } }],
+      },
+    } as KubeObject);
+  }
+}
