@@ -22,9 +22,33 @@ export class Child {
   private readonly process: ChildProcess;
   private exit: ChildExit | undefined;
 
-  constructor(name: string, command: string, args: string[], env: NodeJS.ProcessEnv) {
+  /** `onLine`, when given, sees every output line (the output still reaches this process's own). */
+  constructor(
+    name: string,
+    command: string,
+    args: string[],
+    env: NodeJS.ProcessEnv,
+    onLine?: (line: string) => void,
+  ) {
     this.name = name;
-    this.process = spawn(command, args, { env, stdio: ['ignore', 'inherit', 'inherit'] });
+    this.process = spawn(command, args, {
+      env,
+      stdio: ['ignore', onLine ? 'pipe' : 'inherit', onLine ? 'pipe' : 'inherit'],
+    });
+    if (onLine) {
+      for (const [from, to] of [
+        [this.process.stdout, process.stdout],
+        [this.process.stderr, process.stderr],
+      ] as const) {
+        let partial = '';
+        from?.on('data', (chunk: Buffer) => {
+          to.write(chunk);
+          const lines = (partial + chunk.toString()).split('\n');
+          partial = lines.pop() ?? '';
+          for (const line of lines) onLine(line);
+        });
+      }
+    }
     live.add(this.process);
     this.exited = new Promise<ChildExit>((resolve) => {
       const done = (exit: ChildExit) => {

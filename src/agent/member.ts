@@ -1,6 +1,7 @@
 // `kvpool-store member`: runs the wheel's member service (through member_bootstrap.py, which binds its
 // REST port to MOONCAKE_LOCAL_HOSTNAME). With MOONCAKE_MASTER=k8s://<namespace>/<lease> it follows the
 // Lease: the member is (re)started pointed at whoever holds it. See docs/store-program.md.
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeClient } from '../kube/client.ts';
@@ -10,6 +11,7 @@ import { type LeaseRef, leaseOfMasterAddress, readLeaseHolder } from './lease-ad
 import { shutdownRequested } from './shutdown.ts';
 
 const leasePollMs = 500;
+const terminationLog = '/dev/termination-log';
 // The old master is gone when the holder changes, and the wheel sometimes hangs shutting down without it:
 // a short grace keeps the re-pointing gap small (nothing of value is lost; the new master is empty).
 const restartGraceMs = 2_000;
@@ -32,11 +34,12 @@ export async function runMember(args: string[], env: NodeJS.ProcessEnv = process
   const lease = leaseOfMasterAddress(env.MOONCAKE_MASTER);
   const logger = log.child({ program: 'kvpool-store', role: 'member' });
   const start: StartMember = (master) => {
-    const child = new Child(
+    const child: Child = new Child(
       'member',
       python,
       [bootstrap, ...args],
       master ? { ...env, MOONCAKE_MASTER: master } : env,
+      fatalConfigurationWatch(logger, () => child),
     );
     logger.info(
       { pid: child.pid, master: master ?? env.MOONCAKE_MASTER, args },
@@ -134,6 +137,27 @@ async function forwardShutdown(run: Run, child: Child): Promise<number> {
   const exit = await child.exited;
   run.logger.info({ exit: describeExit(exit) }, 'the member service stopped');
   return 0;
+}
+
+/**
+ * The member service retries a tier directory it cannot use for a minute before giving up, with the
+ * reason only in its log. This ends it at the first such error and leaves the store's own line as the
+ * container's termination message, so the Pod (and the backend's MembersMounted) says why at once.
+ */
+function fatalConfigurationWatch(logger: Logger, child: () => Child): (line: string) => void {
+  let stopped = false;
+  return (line) => {
+    const m = /(FileStorageConfig: .*)$/.exec(line);
+    if (!m || stopped) return;
+    stopped = true;
+    try {
+      writeFileSync(terminationLog, m[1]!);
+    } catch {
+      // Outside a container there is no termination log; the line is in the output anyway.
+    }
+    logger.error({ reason: m[1] }, 'the member cannot use its configuration; stopping');
+    child().signal('SIGKILL');
+  };
 }
 
 async function childDied(run: Run, child: Child): Promise<number> {

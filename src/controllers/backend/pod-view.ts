@@ -91,5 +91,12 @@ export function viewPod(pod: Pod, role: 'Leader' | 'Member'): PodView {
         : { reason: waiting.reason, message: clipForeign(waiting.message ?? waiting.reason) };
     return view;
   }
+  // Between two crashes a container runs briefly; it is crash looping all the same.
+  const looping = status.containerStatuses?.find(
+    (s) => (s.restartCount ?? 0) >= crashLoopRestarts && s.lastState?.terminated,
+  );
+  if (looping) view.fault = crashFault(looping, `${role}CrashLooping`);
   return view;
 }
+
+const crashLoopRestarts = 2;

@@ -1,0 +1,249 @@
+// Step 5 (the local disk tier) on the local cluster, with real bucket writes: the directory prepared
+// as the step says, TierWasEmpty, spilling to disk and reading back, the directory failure modes, the
+// admission refusal, and cleanAfterDelete.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { KVCacheBackend } from '../../src/api/types.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
+import { conditionOf, type E2ECluster, eventually, startE2ECluster } from '../support/local-cluster.ts';
+import { seedText } from '../support/seed.ts';
+import { runStoreClient } from '../support/store-client.ts';
+
+const MiB = 1 << 20;
+const ns = 'gpustack-system';
+type Pod = KubeObject & { status?: { podIP?: string; containerStatuses?: { ready?: boolean }[] } };
+
+function diskBackend(
+  name: string,
+  path: string,
+  extra: Record<string, unknown> = {},
+  leader: Record<string, unknown> = {},
+): KubeObject {
+  return {
+    apiVersion: 'worker.gpustack.ai/v1',
+    kind: 'KVCacheBackend',
+    metadata: { name },
+    spec: {
+      connection: {
+        managed: {
+          leader,
+          members: [
+            {
+              nodeSelector: { kvcache: 'true' },
+              medium: 'DRAM',
+              capacityPerMember: '64Mi',
+              localDisks: [{ path, capacity: '1Gi', ...extra }],
+            },
+          ],
+        },
+      },
+    },
+  } as KubeObject;
+}
+
+describe('Step 5: the local disk tier on the local cluster', () => {
+  let e: E2ECluster;
+  const nodeDir = (node: string, path: string) => join(e.cluster.root, 'nodes', node, path);
+  /** As the walkthrough says: `install -d -o 65532 -g 0 -m 0750 <path>` on every selected node. */
+  const prepare = (path: string) => {
+    for (const node of e.cluster.nodes) {
+      mkdirSync(join(nodeDir(node, path), '..'), { recursive: true });
+      execFileSync('install', ['-d', '-o', '65532', '-g', '0', '-m', '0750', nodeDir(node, path)]);
+    }
+  };
+  const backend = (name: string) => e.backend(name);
+  const untilBackend = (
+    name: string,
+    what: string,
+    test: (b: KVCacheBackend) => boolean,
+    timeoutMs = 90_000,
+  ) =>
+    eventually(
+      `${name}: ${what}`,
+      async () => {
+        const b = await backend(name);
+        return test(b) ? b : undefined;
+      },
+      timeoutMs,
+    );
+  const servingLeaderIP = async (name: string) =>
+    (
+      await e.cluster.client.list<Pod>(
+        { apiVersion: 'v1', kind: 'Pod', namespace: ns },
+        { labelSelector: `app.kubernetes.io/instance=${name},app.kubernetes.io/component=leader` },
+      )
+    ).items.find((p) => p.status?.containerStatuses?.[0]?.ready)!.status!.podIP!;
+
+  before(async () => {
+    e = await startE2ECluster({
+      nodeLabels: { 'kvpool-node-1': { kvcache: 'true' }, 'kvpool-node-2': { kvcache: 'true' } },
+    });
+  });
+  after(() => e?.stop());
+
+  it('refuses adding localDisks to Step 1’s running backend', async () => {
+    await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-1-store.yaml'));
+    await assert.rejects(
+      e.kubectl([
+        'patch',
+        'kvcb',
+        'mooncake-dram',
+        '--type=json',
+        '-p',
+        '[{"op":"add","path":"/spec/connection/managed/members/0/localDisks","value":[{"path":"/var/lib/kvcache","capacity":"100Gi"}]}]',
+      ]),
+      /spec\.connection\.managed\.members\[0\]\.localDisks.*new backend/s,
+    );
+  });
+
+  it('Step 5 verbatim: Ready, the tier was empty, capacity includes the declared tier', async () => {
+    prepare('/var/lib/kvcache');
+    await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-5-disk-backend.yaml'));
+    const b = await untilBackend(
+      'mooncake-disk',
+      'Ready with TierWasEmpty',
+      (x) => x.status?.phase === 'Ready' && conditionOf(x, 'TierWasEmpty')?.status === 'True',
+    );
+    assert.equal(conditionOf(b, 'TierWasEmpty')?.reason, 'Empty');
+    assert.equal(
+      b.status?.capacity?.total,
+      '216Gi',
+      'two 8Gi segments plus two 100Gi tiers, as the master reports them',
+    );
+    const leader = await e.kubectl([
+      '-n',
+      ns,
+      'get',
+      'deployment',
+      'mooncake-disk-leader',
+      '-o',
+      'jsonpath={.spec.template.spec.containers[0].args}',
+    ]);
+    assert.match(leader, /-enable_offload=true.*-offload_on_evict=true/);
+  });
+
+  it('spills to disk in buckets when DRAM is full, and a key living only on disk reads back byte-identical', async () => {
+    prepare('/var/lib/kvcache-small');
+    // No tenant ledger on this one, so no Binding holds its deletion later (a domain with data cannot be released).
+    await e.cluster.client.create(
+      diskBackend(
+        'disk-small',
+        '/var/lib/kvcache-small',
+        { cleanAfterDelete: true },
+        { multiTenancy: false },
+      ),
+    );
+    await untilBackend(
+      'disk-small',
+      'Ready with both members',
+      (x) => x.status?.phase === 'Ready' && x.status.capacity?.total === '2176Mi',
+    );
+    const ip = await servingLeaderIP('disk-small');
+    const client = { master: `${ip}:50051`, host: e.cluster.agent.nodeIP(e.cluster.nodes[0]!)! };
+    const block = (i: number) => Buffer.alloc(MiB, i % 251);
+    const puts = await runStoreClient(
+      client,
+      Array.from({ length: 200 }, (_, i) => ({ op: 'put' as const, key: `k${i}`, data: block(i) })),
+    );
+    console.log(
+      `200 × 1 MiB puts into 128 MiB of DRAM: ${puts.filter((p) => 'rc' in p && p.rc === 0).length} accepted`,
+    );
+    const written = await eventually(
+      'bucket bytes on the tier',
+      async () => {
+        const metrics = await (await fetch(`http://${ip}:9003/metrics`)).text();
+        const v = Number(/^master_allocated_file_size_bytes (\d+)/m.exec(metrics)?.[1] ?? 0);
+        return v > 0 ? v : undefined;
+      },
+      60_000,
+    );
+    console.log(`master_allocated_file_size_bytes ${written}`);
+    const onDisk = e.cluster.nodes.flatMap((n) =>
+      readdirSync(nodeDir(n, '/var/lib/kvcache-small')).filter((f) => f.endsWith('.bucket')),
+    );
+    assert.ok(onDisk.length > 0, 'bucket files exist in the tier directories');
+    const [k0] = await runStoreClient(client, [{ op: 'get', key: 'k0' }]);
+    assert.ok(
+      k0 && 'data' in k0 && k0.data.equals(block(0)),
+      'the first key, evicted from DRAM, reads back from disk byte-identical',
+    );
+    const where = await (await fetch(`http://${ip}:9003/query_key?key=k0`)).text();
+    console.log(`where k0 lives: ${where.slice(0, 300)}`);
+  });
+
+  it('reports preexisting content once (PreexistingContent, node: count) with a Warning event', async () => {
+    prepare('/var/lib/kvcache-dirty');
+    writeFileSync(join(nodeDir('kvpool-node-1', '/var/lib/kvcache-dirty'), 'left-over.bucket'), 'old');
+    await e.cluster.client.create(diskBackend('disk-dirty', '/var/lib/kvcache-dirty'));
+    const b = await untilBackend(
+      'disk-dirty',
+      'TierWasEmpty decided',
+      (x) => conditionOf(x, 'TierWasEmpty') !== undefined,
+    );
+    assert.equal(conditionOf(b, 'TierWasEmpty')?.reason, 'PreexistingContent');
+    assert.match(conditionOf(b, 'TierWasEmpty')!.message, /kvpool-node-1: 1/);
+    const events = await e.kubectl([
+      'get',
+      'events',
+      '-A',
+      '--field-selector',
+      'reason=KVCacheTierNotEmpty',
+      '--no-headers',
+    ]);
+    assert.equal(events.trim().split('\n').length, 1, 'one Warning event');
+  });
+
+  it('shows a missing directory as a MembersMounted shortfall with the kubelet’s reason', async () => {
+    await e.cluster.client.create(diskBackend('disk-missing', '/var/lib/kvcache-missing'));
+    const b = await untilBackend(
+      'disk-missing',
+      'FailedMount',
+      (x) => conditionOf(x, 'MembersMounted')?.reason === 'FailedMount',
+    );
+    assert.equal(conditionOf(b, 'MembersMounted')?.status, 'False');
+    assert.match(conditionOf(b, 'MembersMounted')!.message, /hostPath type check failed/);
+    assert.notEqual(b.status?.phase, 'Ready');
+  });
+
+  it('shows a root-owned 0750 directory as a shortfall with the store’s message', async () => {
+    for (const node of e.cluster.nodes)
+      execFileSync('install', [
+        '-d',
+        '-o',
+        '0',
+        '-g',
+        '0',
+        '-m',
+        '0750',
+        nodeDir(node, '/var/lib/kvcache-root'),
+      ]);
+    await e.cluster.client.create(diskBackend('disk-root', '/var/lib/kvcache-root'));
+    const b = await untilBackend(
+      'disk-root',
+      'the store’s message',
+      (x) => /no write permission on directory/.test(conditionOf(x, 'MembersMounted')?.message ?? ''),
+      180_000,
+    );
+    assert.equal(conditionOf(b, 'MembersMounted')?.status, 'False');
+    console.log(
+      `unwritable tier: ${conditionOf(b, 'MembersMounted')?.reason}: ${conditionOf(b, 'MembersMounted')?.message.slice(0, 200)}`,
+    );
+  });
+
+  it('empties the directories on delete with cleanAfterDelete, and leaves them without it', async () => {
+    writeFileSync(join(nodeDir('kvpool-node-2', '/var/lib/kvcache'), 'keep-me'), 'data');
+    await e.kubectl(['delete', 'kvcb', 'disk-small', '--timeout=300s']);
+    for (const node of e.cluster.nodes) {
+      assert.ok(existsSync(nodeDir(node, '/var/lib/kvcache-small')), 'the directory itself stays');
+      assert.deepEqual(readdirSync(nodeDir(node, '/var/lib/kvcache-small')), [], `${node}: emptied`);
+    }
+    await e.kubectl(['delete', 'kvcb', 'mooncake-disk', '--timeout=300s']);
+    assert.ok(
+      readdirSync(nodeDir('kvpool-node-2', '/var/lib/kvcache')).includes('keep-me'),
+      'without cleanAfterDelete the content stays',
+    );
+  });
+});
