@@ -229,16 +229,22 @@ describe('ModelDeployment and Pod injection', () => {
       '--block-size',
     );
     await cluster.client.create(withArgs('r6', { extraArgs: ['--max-model-len', '4096'] }));
-    const live = await cluster.client.get<ModelDeployment>({
-      apiVersion: v1,
-      kind: 'ModelDeployment',
-      namespace: 'team-a',
-      name: 'r6',
-    });
-    await assert.rejects(
-      cluster.client.replace({ ...live, spec: { ...live.spec, kvCache: { poolRef: { name: 'qwen-fp8' } } } }),
-      /spec\.kvCache is immutable/,
-    );
+    // The controller adds its finalizer meanwhile: retry the edit on a resourceVersion conflict.
+    const edit = async (): Promise<unknown> => {
+      const live = await cluster.client.get<ModelDeployment>({
+        apiVersion: v1,
+        kind: 'ModelDeployment',
+        namespace: 'team-a',
+        name: 'r6',
+      });
+      return cluster.client
+        .replace({ ...live, spec: { ...live.spec, kvCache: { poolRef: { name: 'qwen-fp8' } } } })
+        .catch((err: unknown) => {
+          if (err instanceof ApiError && err.isConflict) return edit();
+          throw err;
+        });
+    };
+    await assert.rejects(edit(), /spec\.kvCache is immutable/);
   });
 
   it('injects an opted-in Pod and records what it did; leaves other Pods untouched', async () => {

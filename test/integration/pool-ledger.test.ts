@@ -181,7 +181,7 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
       metadata: { name: 'qwen-chat', namespace: 'team-a' },
       spec: {
         model: { name: 'Qwen/Qwen2.5-7B-Instruct' },
-        engine: { name: 'vLLM' },
+        engine: { name: 'vLLM', version: '0.29.0' },
         kvCache: { poolRef: { name: 'team-a' } },
         roles: [{ name: 'server', instanceType: 'local' }],
       },

@@ -65,6 +65,7 @@ export class TierCleanup {
   private async plan(backend: KVCacheBackend): Promise<Job[]> {
     const known = this.plans.get(backend.metadata.uid!);
     if (known) return known;
+    if (!backend.spec.connection.managed) return []; // an external store's disks are not ours
     const nodes = (await this.ctx.client.list<Node>({ apiVersion: 'v1', kind: 'Node' })).items;
     const jobs: Job[] = [];
     managedConnection(backend).members.forEach((group, i) => {
