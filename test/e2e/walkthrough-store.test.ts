@@ -153,10 +153,22 @@ describe('the walkthrough store on the local cluster', () => {
     await poolAndBindingReady();
     const ip = (await serving())!.status!.podIP!;
     assert.notEqual(ip, old.status!.podIP);
-    const handover = await eventually('a KVCacheLeaderHandover event', async () => {
-      const out = await e.kubectl(['get', 'events', '-A', '--field-selector', 'reason=KVCacheLeaderHandover', '-o', 'jsonpath={.items[*].message}']);
-      return out.includes(old.status!.podIP!) ? out : undefined;
-    }, 15_000);
+    const handover = await eventually(
+      'a KVCacheLeaderHandover event',
+      async () => {
+        const out = await e.kubectl([
+          'get',
+          'events',
+          '-A',
+          '--field-selector',
+          'reason=KVCacheLeaderHandover',
+          '-o',
+          'jsonpath={.items[*].message}',
+        ]);
+        return out.includes(old.status!.podIP!) ? out : undefined;
+      },
+      15_000,
+    );
     assert.match(handover, /Lease transitions: \d+/);
     const [got] = await read('before-failover', ip);
     assert.ok(
