@@ -90,9 +90,10 @@ describe('the walkthrough store on the local cluster', () => {
 
   it('Step 1: Ready, the Service endpoint, 16Gi read from the master; members request 8Gi', async () => {
     await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-1-store.yaml'));
-    const row = await eventually('kubectl get kvcb shows Ready', async () => {
+    // As the walkthrough says, a smaller figure only means a member has not registered yet: wait for both.
+    const row = await eventually('kubectl get kvcb shows Ready with 16Gi', async () => {
       const out = await e.kubectl(['get', 'kvcb', 'mooncake-dram', '--no-headers']);
-      return /\sReady\s/.test(out) ? out : undefined;
+      return /\sReady\s.*\s16Gi\s/.test(out) ? out : undefined;
     });
     assert.match(
       row,
