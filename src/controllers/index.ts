@@ -23,7 +23,7 @@ export function buildContext(client: KubeClient, options: OperatorOptions): Oper
     client,
     namespace: options.namespace,
     informers,
-    events: new EventRecorder(client, 'kvpool-operator', options.namespace),
+    events: new EventRecorder(client, 'kvpool-operator'),
     store: new StoreWatcher(options.storePollMs ?? 1000),
     settings: new Settings(informers, options.namespace),
   };

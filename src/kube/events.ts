@@ -8,19 +8,17 @@ type Event = KubeObject & { count?: number; lastTimestamp?: string };
 export class EventRecorder {
   private readonly client: KubeClient;
   private readonly component: string;
-  /** The namespace for events about cluster-scoped objects. */
-  private readonly defaultNamespace: string;
   private readonly recent = new Map<string, { name: string; namespace: string; count: number }>();
 
-  constructor(client: KubeClient, component: string, defaultNamespace: string) {
+  constructor(client: KubeClient, component: string) {
     this.client = client;
     this.component = component;
-    this.defaultNamespace = defaultNamespace;
   }
 
   /** Records an event; failures are logged, never thrown (events are best effort). */
   async record(obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
-    const namespace = obj.metadata.namespace || this.defaultNamespace;
+    // The apiserver files events about cluster-scoped objects (backends, Nodes) under `default`.
+    const namespace = obj.metadata.namespace || 'default';
     const key = `${obj.kind}/${namespace}/${obj.metadata.name}/${reason}/${message}`;
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
     try {

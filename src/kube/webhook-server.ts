@@ -109,6 +109,9 @@ export class WebhookServer {
       });
     });
     const server = this.server;
+    // The apiserver keeps idle connections for 90 s; closing ours first races its next request (a reset).
+    server.keepAliveTimeout = 120_000;
+    server.headersTimeout = 125_000;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => resolve());

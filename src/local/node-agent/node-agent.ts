@@ -110,7 +110,7 @@ export class NodeAgent {
       images: o.images,
       sources,
       tokens: new TokenSource(o.client),
-      events: new EventRecorder(o.client, 'kubelet', 'default'),
+      events: new EventRecorder(o.client, 'kubelet'),
       podIPs: network.pods,
       apiServer: o.apiServer,
       names: o.names,
