@@ -13,6 +13,15 @@ export interface DecidedCondition {
 
 const maxMessage = 32768;
 
+export function decided(
+  type: string,
+  status: ConditionStatus,
+  reason: string,
+  message: string,
+): DecidedCondition {
+  return { type, status, reason, message };
+}
+
 /** Whole seconds, as metav1.Time serialises. */
 export function conditionTime(now: Date): string {
   return now.toISOString().replace(/\.\d{3}Z$/, 'Z');
