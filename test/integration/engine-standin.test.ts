@@ -365,7 +365,8 @@ describe('engine stand-in against a real multi-tenant Mooncake master', () => {
 
     it('answers 503 on /health while connecting, then exits 1 naming the failed setup', async () => {
       const pod = await newPod('vllm-setup-fails');
-      // A transport the client library cannot run: setup retries for a while, then fails.
+      // A transport the client library cannot run: setup retries for ~20 s, then fails. Python start-up
+      // alone can take tens of seconds while the e2e files load both cores, hence the generous wait.
       const configPath = writeClientConfig(pod.dir, {
         master: store.rpcAddress,
         protocol: 'nvlink',
@@ -381,7 +382,7 @@ describe('engine stand-in against a real multi-tenant Mooncake master', () => {
       ]);
       const standin = EngineStandin.launch(options(pod, argv, { MOONCAKE_CONFIG_PATH: configPath }));
       standins.push(standin);
-      const connecting = await standin.waitStatus(503, 30_000);
+      const connecting = await standin.waitStatus(503, 90_000);
       assert.equal(connecting, 503);
       const exit = await standin.exited(120_000);
       assert.equal(exit.code, 1);

@@ -82,18 +82,17 @@ export class EngineStandin {
     return existsSync(this.process.logFile) ? readFileSync(this.process.logFile, 'utf8') : '';
   }
 
+  /** Throws with the tail of the log once the process has exited: waiting longer cannot help. */
+  private assertRunning(): void {
+    if (!this.process.running) {
+      throw new Error(
+        `${this.process.name} exited ${JSON.stringify(this.process.exit)}:\n${this.log().slice(-3000)}`,
+      );
+    }
+  }
+
   async waitHealthy(timeoutMs: number): Promise<void> {
-    await waitFor(
-      async () => {
-        if (!this.process.running) {
-          throw new Error(
-            `${this.process.name} exited ${JSON.stringify(this.process.exit)}:\n${this.log().slice(-3000)}`,
-          );
-        }
-        return (await fetch(`${this.url}/health`)).status === 200 ? true : undefined;
-      },
-      { what: `${this.process.name} /health on ${this.url} (log: ${this.process.logFile})`, timeoutMs },
-    );
+    await this.waitStatus(200, timeoutMs);
   }
 
   /** Resolves when the process exits on its own, or rejects after `timeoutMs`. */
@@ -101,12 +100,18 @@ export class EngineStandin {
     return waitFor(() => this.process.exit, { what: `${this.process.name} to exit`, timeoutMs });
   }
 
-  /** Waits until /health answers `status`. */
+  /** Waits until /health answers `status`; fails at once, with the log, if the process exits first. */
   async waitStatus(status: number, timeoutMs: number): Promise<number> {
-    return waitFor(async () => ((await fetch(`${this.url}/health`)).status === status ? status : undefined), {
-      what: `${this.process.name} /health to answer ${status}`,
-      timeoutMs,
-    });
+    return waitFor(
+      async () => {
+        this.assertRunning();
+        return (await fetch(`${this.url}/health`)).status === status ? status : undefined;
+      },
+      {
+        what: `${this.process.name} /health on ${this.url} to answer ${status} (log: ${this.process.logFile})`,
+        timeoutMs,
+      },
+    );
   }
 
   async complete(prompt: string, maxTokens = 4): Promise<Completion> {
