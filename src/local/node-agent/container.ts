@@ -3,11 +3,17 @@
 // when it starts and restarts; this class carries it out and keeps the record.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { constants } from 'node:os';
 import { join } from 'node:path';
 import { type ManagedProcess, startProcess } from '../processes.ts';
 import { type ExecResult, execInContainer } from './container-exec.ts';
-import { ContainerConfigError, CreateContainerError, ImageMissingError, MountError } from './errors.ts';
+import {
+  crashLoopBackOff,
+  exitCodeOf,
+  nextBackoff,
+  prepareFailure,
+  terminatedState,
+} from './container-outcome.ts';
+import { ContainerProbes } from './container-probes.ts';
 import { type LaunchSpec, launchScript, type SystemTools } from './launch.ts';
 import type {
   Container,
@@ -15,11 +21,9 @@ import type {
   ContainerStateTerminated,
   ContainerStateWaiting,
   ContainerStatus,
-  Handler,
-  Probe,
 } from './pod-types.ts';
 import { apiTime } from './pod-types.ts';
-import { type ProbeKind, type ProbeTarget, ProbeWorker, runHandler } from './probes.ts';
+import { type ProbeKind, type ProbeTarget, runHandler } from './probes.ts';
 import { logTail, terminationMessage } from './termination-message.ts';
 
 export interface ContainerLaunch {
@@ -56,7 +60,7 @@ export class ContainerRunner {
   private readonly dir: string;
   private proc: ManagedProcess | undefined;
   private launch: ContainerLaunch | undefined;
-  private probes: ProbeWorker[] = [];
+  private readonly probes: ContainerProbes;
   private stopping = false;
   restartCount = 0;
   /** The process's state: undefined before the first start, then running or terminated. */
@@ -83,6 +87,14 @@ export class ContainerRunner {
     this.init = init;
     this.host = host;
     this.dir = join(host.podDir, 'containers', container.name);
+    this.probes = new ContainerProbes(container, () => this.probeTarget(), {
+      onChange: (kind, ok) => this.onProbe(kind, ok),
+      onFailure: (kind, message) => {
+        if (this.running && !this.stopping) {
+          this.host.event('Warning', 'Unhealthy', `${kind} probe failed: ${message}`);
+        }
+      },
+    });
   }
 
   get sidecar(): boolean {
@@ -137,22 +149,11 @@ export class ContainerRunner {
     try {
       launch = await this.host.prepare(this.container);
     } catch (err) {
-      const message = (err as Error).message;
-      const reason =
-        err instanceof ImageMissingError
-          ? 'ErrImagePull'
-          : err instanceof ContainerConfigError
-            ? 'CreateContainerConfigError'
-            : err instanceof MountError || err instanceof CreateContainerError
-              ? 'CreateContainerError'
-              : 'RunContainerError';
-      if (this.blocked?.message !== message) {
-        const detail =
-          reason === 'ErrImagePull' ? `Failed to pull image "${this.container.image}": ` : 'Error: ';
-        this.host.event('Warning', 'Failed', `${detail}${message}`);
-      }
-      this.blocked = { reason, message };
-      this.retryAt = Date.now() + (reason === 'ErrImagePull' ? 5000 : 2000);
+      const failure = prepareFailure(err, this.container.image);
+      if (this.blocked?.message !== failure.waiting.message)
+        this.host.event('Warning', 'Failed', failure.event);
+      this.blocked = failure.waiting;
+      this.retryAt = Date.now() + failure.retryMs;
       this.host.changed();
       return;
     }
@@ -229,7 +230,7 @@ export class ContainerRunner {
     this.startedAt = Date.now();
     this.current = { running: { startedAt: apiTime(this.startedAt) } };
     this.host.event('Normal', 'Started', `Started container ${this.container.name}`);
-    this.startProbes();
+    this.probes.start();
     void this.postStart();
     this.host.changed();
   }
@@ -256,37 +257,36 @@ export class ContainerRunner {
     }
     // A launch that failed before the command ran is a StartError, as container runtimes report it.
     if (!this.launched && this.launch && existsSync(this.launch.spec.launchedMarker)) this.markLaunched();
-    this.stopProbes();
-    const exit = proc.exit!;
-    const signal = exit.signal ? constants.signals[exit.signal] : undefined;
-    const exitCode = exit.code ?? (signal !== undefined ? 128 + signal : 255);
-    const startFailed = !this.launched;
-    const message = startFailed
-      ? logTail(logFile, logOffset)
-      : terminationMessage({
+    this.probes.stop();
+    const { code, signal } = proc.exit!;
+    const message = this.launched
+      ? terminationMessage({
           file: join(this.dir, 'termination-log'),
           log: logFile,
           logOffset,
-          exitCode,
+          exitCode: exitCodeOf(code, signal),
           fallbackToLogs: this.container.terminationMessagePolicy === 'FallbackToLogsOnError',
-        });
+        })
+      : logTail(logFile, logOffset);
     const finishedAt = Date.now();
     this.current = {
-      terminated: {
-        exitCode: startFailed ? 128 : exitCode,
-        ...(signal !== undefined && !startFailed ? { signal } : {}),
-        reason: startFailed ? 'StartError' : exitCode === 0 ? 'Completed' : 'Error',
-        ...(message ? { message } : {}),
-        startedAt: apiTime(this.startedAt),
-        finishedAt: apiTime(finishedAt),
+      terminated: terminatedState({
+        code,
+        signal,
+        launched: this.launched,
+        message,
+        startedAt: this.startedAt,
+        finishedAt,
         containerID: this.containerID,
-      },
+      }),
     };
-    if (finishedAt - (this.startedAt ?? finishedAt) >= backoffResetMs) this.backoffMs = undefined;
-    this.appliedBackoffMs = this.backoffMs ?? 0;
-    this.restartAt = finishedAt + this.appliedBackoffMs;
-    const { initialMs, maxMs } = this.host.backoff;
-    this.backoffMs = this.backoffMs === undefined ? initialMs : Math.min(this.backoffMs * 2, maxMs);
+    const backoff = nextBackoff(this.backoffMs, finishedAt - (this.startedAt ?? finishedAt), {
+      ...this.host.backoff,
+      resetAfterMs: backoffResetMs,
+    });
+    this.appliedBackoffMs = backoff.appliedMs;
+    this.backoffMs = backoff.nextMs;
+    this.restartAt = finishedAt + backoff.appliedMs;
     this.host.changed();
   }
 
@@ -306,32 +306,6 @@ export class ContainerRunner {
     };
   }
 
-  private startProbes(): void {
-    const { startupProbe, livenessProbe, readinessProbe } = this.container;
-    if (startupProbe) this.probes.push(this.makeWorker('Startup', startupProbe));
-    else {
-      if (livenessProbe) this.probes.push(this.makeWorker('Liveness', livenessProbe));
-      if (readinessProbe) this.probes.push(this.makeWorker('Readiness', readinessProbe));
-    }
-    for (const p of this.probes) p.start();
-  }
-
-  private makeWorker(kind: ProbeKind, probe: Probe): ProbeWorker {
-    return new ProbeWorker(kind, probe, this.probeTarget(), {
-      onChange: (ok) => this.onProbe(kind, ok),
-      onFailure: (message) => {
-        if (this.running && !this.stopping) {
-          this.host.event('Warning', 'Unhealthy', `${kind} probe failed: ${message}`);
-        }
-      },
-    });
-  }
-
-  private stopProbes(): void {
-    for (const p of this.probes) p.stop();
-    this.probes = [];
-  }
-
   private onProbe(kind: ProbeKind, ok: boolean): void {
     if (!this.running || this.stopping) return;
     if (kind === 'Readiness') {
@@ -341,11 +315,7 @@ export class ContainerRunner {
     }
     if (kind === 'Startup' && ok) {
       this.startedByProbe = true;
-      this.stopProbes();
-      const { livenessProbe, readinessProbe } = this.container;
-      if (livenessProbe) this.probes.push(this.makeWorker('Liveness', livenessProbe));
-      if (readinessProbe) this.probes.push(this.makeWorker('Readiness', readinessProbe));
-      for (const p of this.probes) p.start();
+      this.probes.startSteadyState();
       this.host.changed();
       return;
     }
@@ -374,7 +344,7 @@ export class ContainerRunner {
   async kill(graceMs: number): Promise<void> {
     const proc = this.proc;
     if (!proc?.running) return;
-    this.stopProbes();
+    this.probes.stop();
     await proc.stop(Math.max(graceMs, 0));
   }
 
@@ -384,8 +354,8 @@ export class ContainerRunner {
     this.restartAt = undefined;
     this.retryAt = undefined;
     if (!this.alive) return;
-    this.stopProbes();
-    const hook: Handler | undefined = this.container.lifecycle?.preStop;
+    this.probes.stop();
+    const hook = this.container.lifecycle?.preStop;
     if (hook && this.running) {
       const result = await runHandler(hook, this.probeTarget(), Math.max(deadline - Date.now(), 1000));
       if (!result.ok) {
@@ -399,30 +369,18 @@ export class ContainerRunner {
   /** The node agent stops: end the process quickly, report nothing. */
   async shutdown(): Promise<void> {
     this.stopping = true;
-    this.stopProbes();
+    this.probes.stop();
     await this.proc?.stop(2000);
   }
 
   /** The container's status; `notStarted` is the waiting reason before its first start. */
   status(notStarted: 'ContainerCreating' | 'PodInitializing'): ContainerStatus {
+    const backingOff =
+      !this.running && this.terminated && !this.stopping && (this.restartAt ?? 0) > Date.now();
     let state: ContainerState = this.current ?? { waiting: { reason: notStarted } };
-    const now = Date.now();
     if (!this.running && this.blocked) state = { waiting: this.blocked };
-    else if (
-      !this.running &&
-      this.terminated &&
-      this.restartAt !== undefined &&
-      this.restartAt > now &&
-      !this.stopping
-    ) {
-      const seconds = Math.round(this.appliedBackoffMs / 1000);
-      state = {
-        waiting: {
-          reason: 'CrashLoopBackOff',
-          message: `back-off ${seconds}s restarting failed container=${this.container.name} pod=${this.host.podLabel}`,
-        },
-      };
-    }
+    else if (backingOff)
+      state = { waiting: crashLoopBackOff(this.appliedBackoffMs, this.container.name, this.host.podLabel) };
     return {
       name: this.container.name,
       image: this.container.image ?? '',
