@@ -1,17 +1,17 @@
 // `kvpool local`: the embedded local cluster in the foreground — a real control plane, a node agent
 // running the store's and engines' Pods as processes, a service proxy, the CRDs and the operator.
 // Ctrl-C stops every process it started.
+
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { shutdownRequested } from '../agent/shutdown.ts';
 import { LocalCluster } from '../local/cluster.ts';
 import { projectRoot } from '../local/toolchain.ts';
 
 export async function runLocal(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { nodes: { type: 'string', default: '2' } } });
   const root = join(projectRoot, '.kvpool');
-  const stopped = new Promise<void>((resolve) => {
-    for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => resolve());
-  });
+  const stopped = shutdownRequested();
   console.error(`starting the local cluster (${values.nodes} nodes) in ${root}`);
   const cluster = await LocalCluster.start({ root, nodes: Number(values.nodes) });
   const kubectl = join(root, 'bin', 'kubectl');

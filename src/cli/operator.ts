@@ -1,7 +1,9 @@
 // `kvpool operator`: the operator process. Controllers run while this replica holds the Lease;
 // SIGTERM drains in-flight reconciles and releases the Lease.
+
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
+import { shutdownRequested } from '../agent/shutdown.ts';
 import { KubeClient } from '../kube/client.ts';
 import { log } from '../kube/log.ts';
 import { startOperator } from '../operator.ts';
@@ -30,9 +32,7 @@ export async function runOperator(argv: string[]): Promise<number> {
   const client = values.kubeconfig
     ? await KubeClient.fromKubeconfigFile(values.kubeconfig)
     : await KubeClient.fromDefault();
-  const stopped = new Promise<void>((resolve) => {
-    for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => resolve());
-  });
+  const stopped = shutdownRequested();
   const webhookUrl = values['webhook-url'];
   const operator = await startOperator({
     client,

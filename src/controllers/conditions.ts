@@ -1,6 +1,8 @@
 // Condition bookkeeping shared by every controller: a pass decides type/status/reason/message; the
 // timestamps and observedGeneration are filled here, lastTransitionTime moving only on a status flip.
+
 import type { Condition } from '../api/schema.ts';
+import { apiTime } from '../kube/time.ts';
 
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
 
@@ -22,11 +24,6 @@ export function decided(
   return { type, status, reason, message };
 }
 
-/** Whole seconds, as metav1.Time serialises. */
-export function conditionTime(now: Date): string {
-  return now.toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
 export function mergeConditions(
   previous: Condition[] | undefined,
   decided: DecidedCondition[],
@@ -43,7 +40,7 @@ export function mergeConditions(
       reason: d.reason,
       message,
       ...(generation !== undefined ? { observedGeneration: generation } : {}),
-      lastTransitionTime: old && old.status === d.status ? old.lastTransitionTime : conditionTime(now),
+      lastTransitionTime: old && old.status === d.status ? old.lastTransitionTime : apiTime(now),
     };
   });
 }

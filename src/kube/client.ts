@@ -30,7 +30,6 @@ export interface ApplyOptions {
   fieldManager: string;
   force?: boolean;
   subresource?: 'status';
-  dryRun?: boolean;
 }
 
 export class KubeClient {
@@ -132,17 +131,11 @@ export class KubeClient {
     return this.request<ObjectList<T>>('GET', await this.resources.collectionPath(ref), { query });
   }
 
-  async create<T extends KubeObject>(
-    obj: T,
-    query: { fieldManager?: string; dryRun?: boolean } = {},
-  ): Promise<T> {
+  async create<T extends KubeObject>(obj: T): Promise<T> {
     return this.request<T>(
       'POST',
       await this.resources.collectionPath({ ...refOf(obj), namespace: obj.metadata.namespace ?? 'default' }),
-      {
-        body: obj,
-        query: { fieldManager: query.fieldManager, dryRun: query.dryRun ? 'All' : undefined },
-      },
+      { body: obj },
     );
   }
 
@@ -158,7 +151,6 @@ export class KubeClient {
       query: {
         fieldManager: options.fieldManager,
         force: options.force ?? true,
-        dryRun: options.dryRun ? 'All' : undefined,
       },
     });
   }

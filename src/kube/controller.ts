@@ -11,13 +11,7 @@ export interface ReconcileResult {
   requeueAfterMs?: number;
 }
 
-export interface ReconcileContext {
-  logger: Logger;
-  /** Consecutive failures of this key so far. */
-  retries: number;
-}
-
-export type Reconcile = (key: string, ctx: ReconcileContext) => Promise<ReconcileResult | undefined>;
+export type Reconcile = (key: string) => Promise<ReconcileResult | undefined>;
 
 /** Maps an informer event to the keys of the objects this controller should reconcile. */
 export type KeyMapper<T> = (obj: T, event: InformerEvent, old?: T) => string[];
@@ -77,9 +71,8 @@ export class Controller {
       if (key === undefined) return;
       queueDepth.set({ controller: this.name }, this.queue.depth);
       const started = performance.now();
-      const logger = this.logger.child({ key });
       try {
-        const result = await this.options.reconcile(key, { logger, retries: this.queue.retries(key) });
+        const result = await this.options.reconcile(key);
         this.queue.forget(key);
         if (result?.requeueAfterMs !== undefined) {
           this.queue.addAfter(key, result.requeueAfterMs);
@@ -89,8 +82,8 @@ export class Controller {
         }
       } catch (err) {
         reconcileTotal.inc({ controller: this.name, result: 'error' });
-        logger.error(
-          { err: err instanceof Error ? err.message : String(err) },
+        this.logger.error(
+          { key, err: err instanceof Error ? err.message : String(err) },
           'reconcile failed; retrying with backoff',
         );
         this.queue.addRateLimited(key);
@@ -104,29 +97,6 @@ export class Controller {
 
 /** The object's own key. */
 export const ownKey: KeyMapper<KubeObject> = (obj) => [objectKey(obj)];
-
-/** The key of the object's controlling owner of `kind` (`namespaced`: whether the owner kind is). */
-export function ownerKey(kind: string, namespaced: boolean): KeyMapper<KubeObject> {
-  return (obj) => {
-    const owner = obj.metadata.ownerReferences?.find((r) => r.controller && r.kind === kind);
-    if (!owner) return [];
-    return [namespaced && obj.metadata.namespace ? `${obj.metadata.namespace}/${owner.name}` : owner.name];
-  };
-}
-
-/** Passes only events that matter for a spec: creation, deletion, a generation or deletion change. */
-export function onSpecChange<T extends KubeObject>(map: KeyMapper<T>): KeyMapper<T> {
-  return (obj, event, old) => {
-    if (event === 'update' && old) {
-      const same =
-        old.metadata.generation === obj.metadata.generation &&
-        old.metadata.deletionTimestamp === obj.metadata.deletionTimestamp &&
-        JSON.stringify(old.metadata.finalizers) === JSON.stringify(obj.metadata.finalizers);
-      if (same) return [];
-    }
-    return map(obj, event, old);
-  };
-}
 
 /** Splits a `namespace/name` (or `name`) key. */
 export function splitKey(key: string): { namespace?: string; name: string } {

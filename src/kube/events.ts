@@ -1,7 +1,9 @@
 // Kubernetes Events about objects (core/v1), repeated ones folded into a count as kubectl shows them.
+
 import type { KubeClient } from './client.ts';
 import { log } from './log.ts';
 import type { KubeObject } from './object.ts';
+import { apiTime } from './time.ts';
 
 type Event = KubeObject & { count?: number; lastTimestamp?: string };
 
@@ -20,7 +22,7 @@ export class EventRecorder {
     // The apiserver files events about cluster-scoped objects (backends, Nodes) under `default`.
     const namespace = obj.metadata.namespace || 'default';
     const key = `${obj.kind}/${namespace}/${obj.metadata.name}/${reason}/${message}`;
-    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const now = apiTime();
     try {
       const seen = this.recent.get(key);
       if (seen) {

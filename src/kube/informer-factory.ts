@@ -6,11 +6,8 @@ import type { KubeObject } from './object.ts';
 export class InformerFactory {
   private readonly client: KubeClient;
   private readonly informers = new Map<string, Informer<KubeObject>>();
-  private readonly resyncMs: number;
-
-  constructor(client: KubeClient, resyncMs = 0) {
+  constructor(client: KubeClient) {
     this.client = client;
-    this.resyncMs = resyncMs;
   }
 
   /** The informer for this collection, created on first use (indexers are added to a shared one). */
@@ -24,7 +21,7 @@ export class InformerFactory {
     ].join('|');
     let informer = this.informers.get(key) as Informer<T> | undefined;
     if (!informer) {
-      informer = new Informer<T>(this.client, { resyncMs: this.resyncMs, ...options, indexers: {} });
+      informer = new Informer<T>(this.client, { ...options, indexers: {} });
       this.informers.set(key, informer as unknown as Informer<KubeObject>);
     }
     for (const [name, fn] of Object.entries(options.indexers ?? {})) informer.addIndexer(name, fn);

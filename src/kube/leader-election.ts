@@ -7,6 +7,7 @@ import type { KubeClient } from './client.ts';
 import { ApiError } from './errors.ts';
 import { log } from './log.ts';
 import type { KubeObject } from './object.ts';
+import { microTime } from './time.ts';
 
 export interface LeaseSpec {
   holderIdentity?: string;
@@ -29,11 +30,6 @@ export interface LeaderElectionOptions {
 
 export const defaultTimings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 
-/** A Lease timestamp: RFC 3339 with exactly six fractional digits (MicroTime). */
-export function microTime(date = new Date()): string {
-  return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
-}
-
 export class LeaderElector {
   private readonly client: KubeClient;
   private readonly options: Required<LeaderElectionOptions>;
@@ -52,10 +48,6 @@ export class LeaderElector {
       throw new Error('leader election needs leaseDuration > renewDeadline > 1.2 × retryPeriod');
     }
     this.logger = log.child({ lease: `${options.namespace}/${options.name}`, identity: options.identity });
-  }
-
-  get isLeader(): boolean {
-    return this.leading;
   }
 
   private get ref() {

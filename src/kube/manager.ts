@@ -44,7 +44,6 @@ export class Manager {
   private readonly health = new HealthServer();
   private elector: LeaderElector | undefined;
   private certTimer: NodeJS.Timeout | undefined;
-  private controllersStarted = false;
   private shuttingDown = false;
   private leading: Promise<void> | undefined;
   healthPort: number | undefined;
@@ -62,10 +61,6 @@ export class Manager {
   addController(controller: Controller): Controller {
     this.controllers.push(controller);
     return controller;
-  }
-
-  get isLeader(): boolean {
-    return this.controllersStarted;
   }
 
   async start(): Promise<void> {
@@ -102,7 +97,6 @@ export class Manager {
   }
 
   private startControllers(): void {
-    this.controllersStarted = true;
     for (const c of this.controllers) c.start();
     log.info({ controllers: this.controllers.map((c) => c.name) }, 'controllers started');
   }

@@ -86,10 +86,6 @@ export class WebhookServer {
     return this;
   }
 
-  get paths(): string[] {
-    return [...this.handlers.keys()];
-  }
-
   async start(cert: ServingCertificate, port: number, host = '0.0.0.0'): Promise<number> {
     this.server = createServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => {
       const handler = this.handlers.get((req.url ?? '').split('?')[0]!);

@@ -116,10 +116,6 @@ export class WorkQueue {
     return this.queue.length;
   }
 
-  get inFlight(): number {
-    return this.processing.size;
-  }
-
   /** Stops handing out keys; workers blocked in get() receive undefined. */
   shutDown(): void {
     this.shuttingDown = true;

@@ -184,7 +184,7 @@ export class LocalCluster {
     const operator = this.operator;
     await waitFor(
       async () => {
-        if (!operator.running) throw new Error(`the operator exited; see ${operator.logFile}`);
+        operator.assertRunning();
         const res = await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined);
         const config = await this.client.find({
           apiVersion: 'admissionregistration.k8s.io/v1',

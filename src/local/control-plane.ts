@@ -188,7 +188,7 @@ export class ControlPlane {
     });
     await waitFor(
       async () => {
-        this.assertRunning(this.etcd!);
+        this.etcd!.assertRunning();
         const res = await fetch(`${client}/health`);
         return res.ok ? true : undefined;
       },
@@ -241,7 +241,7 @@ export class ControlPlane {
     });
     await waitFor(
       async () => {
-        this.assertRunning(proc);
+        proc.assertRunning();
         return (await this.get('/readyz', port)) === 200 ? true : undefined;
       },
       { what: `${name} on :${port} (log: ${proc.logFile})`, timeoutMs: this.timeout() },
@@ -290,16 +290,12 @@ export class ControlPlane {
     ] as const) {
       await waitFor(
         async () => {
-          this.assertRunning(proc);
+          proc.assertRunning();
           return (await this.get('/healthz', port, false)) === 200 ? true : undefined;
         },
         { what: `${proc.name} /healthz on :${port} (log: ${proc.logFile})`, timeoutMs: this.timeout() },
       );
     }
-  }
-
-  private assertRunning(p: ManagedProcess): void {
-    if (!p.running) throw new Error(`${p.name} exited (${JSON.stringify(p.exit)}); see ${p.logFile}`);
   }
 
   /** GET a path over HTTPS; on the apiserver by default, with the admin client certificate. */

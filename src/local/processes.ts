@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
+import { WaitAborted } from './wait-for.ts';
 
 export interface Exit {
   code: number | null;
@@ -67,6 +68,12 @@ export class ManagedProcess {
 
   get running(): boolean {
     return this.exit === undefined;
+  }
+
+  /** For a wait on this process: once it has exited, waiting longer cannot help. */
+  assertRunning(): void {
+    if (!this.running)
+      throw new WaitAborted(`${this.name} exited (${JSON.stringify(this.exit)}); see ${this.logFile}`);
   }
 
   /** Sends a signal to the whole process group. */

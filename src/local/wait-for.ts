@@ -8,7 +8,13 @@ export interface WaitOptions {
   what: string;
 }
 
-/** Resolves with the first non-undefined value `probe` returns; a throwing probe counts as not yet. */
+/** Thrown by a probe when waiting longer cannot help (the awaited process has exited): ends the wait at once. */
+export class WaitAborted extends Error {}
+
+/**
+ * Resolves with the first non-undefined value `probe` returns. A probe that throws counts as not yet,
+ * unless it throws WaitAborted.
+ */
 export async function waitFor<T>(
   probe: () => Promise<T | undefined> | T | undefined,
   options: WaitOptions,
@@ -20,6 +26,7 @@ export async function waitFor<T>(
       const value = await probe();
       if (value !== undefined) return value;
     } catch (err) {
+      if (err instanceof WaitAborted) throw err;
       lastError = err;
     }
     if (Date.now() >= deadline) {

@@ -40,8 +40,3 @@ export function tenantFigures(families: Families): Map<string, TenantFigures> {
 export function allocatableBytes(families: Families): number | undefined {
   return gauge(families, family('allocatable_capacity_bytes'));
 }
-
-/** Whether this scrape carries a tenant ledger at all (multi-tenant masters export the allocatable gauge). */
-export function hasTenantLedger(families: Families): boolean {
-  return allocatableBytes(families) !== undefined;
-}

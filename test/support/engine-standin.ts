@@ -5,7 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Exit, type ManagedProcess, startProcess } from '../../src/local/processes.ts';
 import { mooncakeVenv, projectRoot } from '../../src/local/toolchain.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
+import { WaitAborted, waitFor } from '../../src/local/wait-for.ts';
 import { type Families, parsePrometheusText } from '../../src/store/prometheus.ts';
 
 export const standinDir = join(projectRoot, 'engine-standin');
@@ -85,7 +85,7 @@ export class EngineStandin {
   /** Throws with the tail of the log once the process has exited: waiting longer cannot help. */
   private assertRunning(): void {
     if (!this.process.running) {
-      throw new Error(
+      throw new WaitAborted(
         `${this.process.name} exited ${JSON.stringify(this.process.exit)}:\n${this.log().slice(-3000)}`,
       );
     }

@@ -1,6 +1,7 @@
 // Every holder a Lease passes through, with when it was seen (a watch, so no brief state is missed).
 import type { KubeClient } from '../../src/kube/client.ts';
-import { type Lease, microTime } from '../../src/kube/leader-election.ts';
+import type { Lease } from '../../src/kube/leader-election.ts';
+import { microTime } from '../../src/kube/time.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
 
 export interface HolderSighting {

@@ -119,7 +119,7 @@ export class MooncakeStore {
     });
     await waitFor(
       async () => {
-        if (!this.master!.running) throw new Error(`mooncake_master exited; see ${this.master!.logFile}`);
+        this.master!.assertRunning();
         const health = (await (await fetch(`${this.adminUrl}/health`)).json()) as { service_ready?: boolean };
         return health.service_ready ? true : undefined;
       },

@@ -1,8 +1,8 @@
 // What the kubelet reports when a container cannot start or has exited: pure functions of the facts.
 import { constants } from 'node:os';
+import { apiTime } from '../../kube/time.ts';
 import { ContainerConfigError, CreateContainerError, ImageMissingError, MountError } from './errors.ts';
 import type { ContainerStateTerminated, ContainerStateWaiting } from './pod-types.ts';
-import { apiTime } from './pod-types.ts';
 
 export interface PrepareFailure {
   waiting: ContainerStateWaiting;

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { apiTime } from '../../kube/time.ts';
 import { type ManagedProcess, startProcess } from '../processes.ts';
 import { type ExecResult, execInContainer } from './container-exec.ts';
 import {
@@ -22,7 +23,6 @@ import type {
   ContainerStateWaiting,
   ContainerStatus,
 } from './pod-types.ts';
-import { apiTime } from './pod-types.ts';
 import { type ProbeKind, type ProbeTarget, runHandler } from './probes.ts';
 import { logTail, terminationMessage } from './termination-message.ts';
 

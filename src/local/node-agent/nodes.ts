@@ -6,8 +6,8 @@ import type { KubeClient } from '../../kube/client.ts';
 import { ApiError } from '../../kube/errors.ts';
 import type { Logger } from '../../kube/log.ts';
 import type { KubeObject } from '../../kube/object.ts';
+import { apiTime, microTime } from '../../kube/time.ts';
 import { toolchain } from '../toolchain.ts';
-import { apiTime } from './pod-types.ts';
 
 export interface NodeSpecification {
   name: string;
@@ -23,11 +23,6 @@ type Node = KubeObject & {
 };
 
 const notReadyTaint = 'node.kubernetes.io/not-ready';
-
-/** RFC 3339 with microseconds, the format of a Lease's renewTime. */
-function microTime(ms = Date.now()): string {
-  return new Date(ms).toISOString().replace(/Z$/, '000Z');
-}
 
 export class NodeRegistrar {
   private readonly client: KubeClient;

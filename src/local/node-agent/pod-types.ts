@@ -217,13 +217,3 @@ export type Pod = KubeObject & {
 export type ConfigMap = KubeObject & { data?: Record<string, string>; binaryData?: Record<string, string> };
 
 export type Secret = KubeObject & { data?: Record<string, string>; stringData?: Record<string, string> };
-
-/** `<namespace>/<name>` of a Pod, for logs and maps. */
-export function podKey(pod: Pod): string {
-  return `${pod.metadata.namespace}/${pod.metadata.name}`;
-}
-
-/** Seconds-resolution RFC 3339 time, as the API stores it. */
-export function apiTime(ms = Date.now()): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
