@@ -17,6 +17,8 @@ export interface OwnedKeyOptions {
   field: string;
   /** The list the args came from, under `field`; extraArgs unless told. */
   argsField?: string;
+  /** Entries before this index are not flags (a command's program); 0 unless told. */
+  firstFlag?: number;
   /**
    * A ModelDeployment role (every key the operator renders), or an opted-in Pod, where only the keys
    * the injection itself writes are refused (§6.4): the rest of the Mooncake env is overwritten in place.
@@ -158,6 +160,19 @@ export function flagKey(engine: EngineFamily, arg: string): string | undefined {
   return `--${head.slice(2).replaceAll('_', '-')}`;
 }
 
+/** Whether `args` set `flag` in any spelling the engine reads as it. */
+export function hasFlag(engine: EngineFamily, args: readonly string[], flag: string): boolean {
+  return args.some((arg) => flagKey(engine, arg) === flag);
+}
+
+/** The value `args` give `flag` (`--flag value` or `--flag=value`, in any spelling the engine reads), if any. */
+export function flagValue(engine: EngineFamily, args: readonly string[], flag: string): string | undefined {
+  const i = args.findIndex((arg) => flagKey(engine, arg) === flag);
+  if (i < 0) return undefined;
+  const arg = args[i]!;
+  return arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : args[i + 1];
+}
+
 /** The owned flag `key` resolves to: exactly, or as the only known flag it abbreviates. */
 function resolveOwned(engine: EngineFamily, key: string, owned: OwnedFlag[]): OwnedFlag | undefined {
   const exact = owned.find((o) => o.flag === key);
@@ -224,6 +239,7 @@ export function findOwnedKeyRefusals(
   const argsField = opts.argsField ?? 'extraArgs';
   const refusals: string[] = [];
   args.forEach((arg, i) => {
+    if (i < (opts.firstFlag ?? 0)) return;
     const key = flagKey(engine, arg);
     const hit = key === undefined ? undefined : resolveOwned(engine, key, owned);
     if (hit) refusals.push(argRefusal(engine, `${opts.field}.${argsField}[${i}]`, arg, hit, opts.scope));

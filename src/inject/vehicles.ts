@@ -1,5 +1,6 @@
 // The two ways an engine learns where its cache is: a mounted client-config file (vLLM family) or
 // environment variables (SGLang). KV-cache spec §6.2.
+import { hasFlag } from './owned-keys.ts';
 import {
   type CacheConnection,
   clientConfigAnnotation,
@@ -81,13 +82,11 @@ export function fileVehicle(
   };
 }
 
-function hasFlag(argv: readonly string[], flag: string): boolean {
-  return argv.some((arg) => arg === flag || arg.startsWith(`${flag}=`));
-}
-
 /** SGLang: the storage backend flag and the store's address and tenant in the environment. */
 export function environmentVehicle(connection: CacheConnection, argv: readonly string[]): VehiclePlan {
-  const hierarchical = hasFlag(argv, '--enable-hierarchical-cache') ? [] : ['--enable-hierarchical-cache'];
+  const hierarchical = hasFlag('sglang', argv, '--enable-hierarchical-cache')
+    ? []
+    : ['--enable-hierarchical-cache'];
   return {
     vehicle: 'environment',
     flags: ['--hicache-storage-backend', 'mooncake', ...hierarchical],

@@ -2,7 +2,7 @@
 // §3.4). Pure: the handler passes the InstanceTypes and the protocols of the pool a new Binding uses.
 import type { InstanceType, ModelDeployment } from '../api/types.ts';
 import { engineFamily, isTakeOver } from '../controllers/modeldeployment/render-engine.ts';
-import { findOwnedKeyRefusals } from '../inject/owned-keys.ts';
+import { findOwnedKeyRefusals, flagValue } from '../inject/owned-keys.ts';
 import type { EngineFamily } from '../inject/types.ts';
 import { canonicalJson } from '../kube/canonical-json.ts';
 import type { AdmissionFindings } from './backend-rules.ts';
@@ -20,16 +20,6 @@ const reservedEnv = ['GPUSTACK_REPLICA_LEADER_ADDRESS', 'GPUSTACK_REPLICA_SIZE',
 function familyOf(md: ModelDeployment, type: InstanceType | undefined): EngineFamily {
   if (type) return engineFamily(md, type);
   return md.spec.engine.name === 'SGLang' ? 'sglang' : 'vllm';
-}
-
-/** `--flag value` or `--flag=value`: the value, when the flag is there. */
-function flagValue(args: readonly string[], flag: string): string | undefined {
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (a === flag) return args[i + 1];
-    if (a.startsWith(`${flag}=`)) return a.slice(flag.length + 1);
-  }
-  return undefined;
 }
 
 export function validateModelDeployment(
@@ -84,20 +74,21 @@ function checkRole(
   });
   if (isTakeOver(role)) return;
   const args = role.extraArgs ?? [];
+  const engine = familyOf(md, type);
   f.errors.push(
-    ...findOwnedKeyRefusals(familyOf(md, type), args, role.env ?? [], {
+    ...findOwnedKeyRefusals(engine, args, role.env ?? [], {
       kvCache: Boolean(md.spec.kvCache),
       dtypeOwned: ctx.dtypeOwned,
       field,
     }),
   );
-  const served = flagValue(args, '--served-model-name');
+  const served = flagValue(engine, args, '--served-model-name');
   if (served !== undefined && served !== md.spec.model.name) {
     f.errors.push(
       `${field}.extraArgs: --served-model-name ${served} must equal spec.model.name (${md.spec.model.name}); remove it, the operator renders it`,
     );
   }
-  const port = flagValue(args, '--port');
+  const port = flagValue(engine, args, '--port');
   const declared = role.ports?.[0]?.port;
   if (port !== undefined && declared !== undefined && Number(port) !== declared) {
     f.errors.push(

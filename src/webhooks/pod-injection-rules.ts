@@ -190,18 +190,16 @@ export function planPodInjection(pod: PodLike, ctx: PodInjectionContext): PodVer
   const forwarded = a[argsForwardedAnnotation] === 'true';
   const launch = recogniseLaunch(engine, container, { argsForwarded: forwarded, field });
   if (!launch.ok) return no(launch.message);
+  const scope = { kvCache: true, dtypeOwned: ctx.dtypeOwned, field, scope: 'pod' } as const;
   const owned = [
     ...findOwnedKeyRefusals(engine, container.args ?? [], container.env ?? [], {
-      kvCache: true,
-      dtypeOwned: ctx.dtypeOwned,
-      field,
+      ...scope,
       argsField: 'args',
     }),
-    ...findOwnedKeyRefusals(engine, (container.command ?? []).slice(1), [], {
-      kvCache: true,
-      dtypeOwned: ctx.dtypeOwned,
-      field,
+    ...findOwnedKeyRefusals(engine, container.command ?? [], [], {
+      ...scope,
       argsField: 'command',
+      firstFlag: 1,
     }),
   ];
   if (owned.length) return no(owned.join('; '));

@@ -174,4 +174,11 @@ describe('validateModelDeployment: roles', () => {
     );
     assert.deepEqual(errorsOf(md({ extraArgs: ['--port', '8000'], ports: [{ port: 8000 }] })), []);
   });
+
+  it('reads the flags in every spelling vLLM accepts', () => {
+    assert.match(
+      errorsOf(md({ extraArgs: ['--served_model_name=other'] }))[0]!,
+      /--served-model-name other must equal spec\.model\.name/,
+    );
+  });
 });

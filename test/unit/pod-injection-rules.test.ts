@@ -238,6 +238,29 @@ describe('planPodInjection: the container', () => {
     );
   });
 
+  it('names the real position of an owned flag in command', () => {
+    const inCommand = { name: 'vllm', command: ['vllm', 'serve', 'm', '--kv-transfer-config', '{}'] };
+    assert.match(
+      refused(pod([inCommand])),
+      /^spec\.containers\[0\]\.command\[3\]: --kv-transfer-config is owned by the operator on vLLM: the injection writes it from the Binding; remove it, or drop the kvcache\.gpustack\.ai\/inject label/,
+    );
+  });
+
+  it('refuses only the env the injection itself writes, with the Pod way out', () => {
+    const own = { ...sglang, env: [{ name: 'SGLANG_HICACHE_MOONCAKE_CONFIG_PATH', value: '/x.json' }] };
+    assert.equal(
+      refused(pod([own], { 'kvcache.gpustack.ai/engine': 'SGLang' })),
+      'spec.containers[0].env[0]: env SGLANG_HICACHE_MOONCAKE_CONFIG_PATH is written by the injection on SGLang; remove it, or drop the kvcache.gpustack.ai/inject label to configure the cache yourself',
+    );
+    const other = { ...sglang, env: [{ name: 'MOONCAKE_MASTER', value: '10.0.0.1:50051' }] };
+    const patch = accepted(pod([other], { 'kvcache.gpustack.ai/engine': 'SGLang' }));
+    const env = (op(patch, '/spec/containers/0')!.value as Container).env ?? [];
+    assert.deepEqual(
+      env.filter((e) => e.name === 'MOONCAKE_MASTER').map((e) => e.value),
+      [clientEndpoint],
+    );
+  });
+
   it('refuses a volume named like the one the injection owns', () => {
     const p = pod();
     p.spec.volumes = [{ name: 'gpustack-kvcache-config', emptyDir: {} }];

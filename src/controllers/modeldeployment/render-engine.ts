@@ -3,7 +3,7 @@
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
 import { defaultEnv } from '../../inject/env.ts';
-import { flagKey } from '../../inject/owned-keys.ts';
+import { flagValue, hasFlag } from '../../inject/owned-keys.ts';
 import type { EngineFamily, EnvVar } from '../../inject/types.ts';
 import { roleResources } from './render-resources.ts';
 
@@ -35,18 +35,6 @@ export function engineImage(md: ModelDeployment, role: ModelDeploymentRole): str
 /** The port the engine serves on: the role's first port, else 8000. */
 export function servingPort(role: ModelDeploymentRole): number {
   return role.ports?.[0]?.port ?? defaultServingPort;
-}
-
-function hasFlag(engine: EngineFamily, args: readonly string[], flag: string): boolean {
-  return args.some((arg) => flagKey(engine, arg) === flag);
-}
-
-/** The value given to `flag` (`--flag value` or `--flag=value`), if any. */
-function flagValue(engine: EngineFamily, args: readonly string[], flag: string): string | undefined {
-  const i = args.findIndex((arg) => flagKey(engine, arg) === flag);
-  if (i < 0) return undefined;
-  const arg = args[i]!;
-  return arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : args[i + 1];
 }
 
 /** The operator's argv: entry point, model, served name, and host/port unless extraArgs set them. */
