@@ -149,7 +149,6 @@ function view(over: Partial<DeploymentView> = {}): DeploymentView {
     roles: [role()],
     cache: resolveCache(m, readyBinding(), readyPool(), backend()),
     heldByCache: false,
-    port: 8000,
     ...over,
   };
 }
@@ -241,6 +240,10 @@ describe('decideDeployment: rollout and phase', () => {
     const ready = decideDeployment(view());
     assert.equal(ready.phase, 'Ready');
     assert.equal(ready.status.endpoint, 'http://chat.team-a.svc:8000');
+    // The <md> Service listens on 8000 whatever port the first role serves on.
+    const onOtherPort = md();
+    onOtherPort.spec.roles[0]!.ports = [{ port: 9000 }];
+    assert.equal(decideDeployment(view({ md: onOtherPort })).status.endpoint, 'http://chat.team-a.svc:8000');
     assert.equal(ready.status.kvCache?.domain?.name, 'qwen-fp8-v1');
   });
 

@@ -1,7 +1,9 @@
 // The ModelDeployment controller: renders each role's Deployment and the Services, injects the cache
 // connection its Binding resolves to (none at all while the pool is unusable, keeping running replicas
 // as they are), and reports roles, the cache and the conditions of ModelDeployment spec §2.
+
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
+import { injectedAnnotation } from '../../inject/types.ts';
 import { Controller, type ReconcileResult, splitKey } from '../../kube/controller.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { applyChild, applyStatus, ensureFinalizer, removeFinalizer } from '../apply.ts';
@@ -10,6 +12,8 @@ import { mergeConditions } from '../conditions.ts';
 import type { OperatorContext } from '../context.ts';
 import { resolveCache } from './connection.ts';
 import { renderModelDeployment } from './render.ts';
+import { isTakeOver, servingPort } from './render-engine.ts';
+import { componentLabel, roleKind, roleObjectName } from './render-labels.ts';
 import { readReplicaReports } from './replica-reports.ts';
 import { decideDeployment, type RoleView } from './status.ts';
 import {
@@ -18,8 +22,6 @@ import {
   deploymentInformers,
   wireDeploymentWatches,
 } from './watches.ts';
-
-const injectedAnnotation = 'kvcache.gpustack.ai/injected';
 
 export class ModelDeploymentReconciler {
   readonly controller: Controller;
@@ -107,13 +109,7 @@ export class ModelDeploymentReconciler {
     await this.prune(md, rendered.deployments, rendered.services);
 
     const roles = this.roleViews(md);
-    const port = md.spec.roles[0]?.ports?.[0]?.port ?? 8000;
-    const owned = this.owned(md);
-    const readyEndpoints = owned.pods
-      .filter(
-        (p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') && p.status.podIP,
-      )
-      .map((p) => `${p.status!.podIP}:${port}`);
+    const readyEndpoints = this.readyReplicaEndpoints(md);
     const reports = md.spec.kvCache ? await readReplicaReports(readyEndpoints) : undefined;
     const usage = binding?.status?.usage;
     const d = decideDeployment({
@@ -123,7 +119,6 @@ export class ModelDeploymentReconciler {
       heldByCache,
       reports,
       domainUsageBytes: usage === undefined ? undefined : Number(parseQuantityBytes(usage)),
-      port,
     });
     await applyStatus(this.ctx.client, md as KubeObject & { status?: Record<string, unknown> }, {
       phase: d.phase,
@@ -136,16 +131,26 @@ export class ModelDeploymentReconciler {
 
   private roleViews(md: ModelDeployment): RoleView[] {
     return md.spec.roles.map((role) => {
-      const live = this.informers.workloads.get(`${md.metadata.name}-${role.name}`, md.metadata.namespace);
+      const live = this.informers.workloads.get(roleObjectName(md, role), md.metadata.namespace);
       const current = (live?.status?.observedGeneration ?? 0) >= (live?.metadata.generation ?? 1);
       return {
         name: role.name,
-        kind: role.kind ?? 'Server',
+        kind: roleKind(role),
         desired: role.replicas ?? 1,
         ready: live?.status?.readyReplicas ?? 0,
         updated: current ? (live?.status?.updatedReplicas ?? 0) : 0,
-        unmanaged: Boolean(role.command?.length),
+        unmanaged: isTakeOver(role),
       };
+    });
+  }
+
+  /** `ip:port` of every ready replica, each on the port its own role serves on. */
+  private readyReplicaEndpoints(md: ModelDeployment): string[] {
+    const roles = new Map(md.spec.roles.map((r) => [r.name, r]));
+    return this.owned(md).pods.flatMap((p) => {
+      const role = roles.get(p.metadata.labels?.[componentLabel] ?? '');
+      const ready = p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+      return role && ready && p.status?.podIP ? [`${p.status.podIP}:${servingPort(role)}`] : [];
     });
   }
 

@@ -38,7 +38,8 @@ export interface RenderedModelDeployment {
   services: KubeObject[];
 }
 
-const servicePort = 8000;
+/** The port of the `<md>` Service, whatever port each role serves on (status.endpoint names it). */
+export const servicePort = 8000;
 
 function instanceTypeOf(role: ModelDeploymentRole, ctx: ModelDeploymentRenderContext): InstanceType {
   const type = ctx.instanceTypes.get(role.instanceType);

@@ -1,8 +1,10 @@
 // A ModelDeployment's phase, role counts and conditions (ModelDeployment spec §2, KV-cache spec §2.4),
 // decided from its Deployments, its cache resolution and what ready replicas report. Pure.
+
 import type { ModelDeployment } from '../../api/types.ts';
 import type { DecidedCondition } from '../conditions.ts';
 import type { CacheResolution } from './connection.ts';
+import { servicePort } from './render.ts';
 
 export interface RoleView {
   name: string;
@@ -29,7 +31,6 @@ export interface DeploymentView {
   reports?: CacheReports;
   /** Bytes the deployment's domain holds on the store, from its Binding (undefined: not reported). */
   domainUsageBytes?: number;
-  port: number;
 }
 
 const cond = (type: string, status: DecidedCondition['status'], reason: string, message: string) => ({
@@ -159,7 +160,7 @@ export function decideDeployment(v: DeploymentView) {
         ...(r.unmanaged ? { unmanaged: true } : {}),
       })),
       roleSummary: roleSummary(v.roles),
-      endpoint: `http://${name}.${md.metadata.namespace}.svc:${v.port}`,
+      endpoint: `http://${name}.${md.metadata.namespace}.svc:${servicePort}`,
       ...(v.cache.echo ? { kvCache: v.cache.echo } : {}),
     },
   };
