@@ -45,10 +45,6 @@ export function mergeConditions(
   });
 }
 
-export function findCondition(conditions: Condition[] | undefined, type: string): Condition | undefined {
-  return conditions?.find((c) => c.type === type);
-}
-
 /** "a, b, c and 3 more": name lists in messages stay short. */
 export function nameList(names: string[], limit = 20): string {
   if (names.length <= limit) return names.join(', ');

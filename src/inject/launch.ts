@@ -13,7 +13,7 @@ export interface LaunchOptions {
 
 export const argsForwardedAnnotation = 'kvcache.gpustack.ai/launch-args-forwarded';
 /** The program recorded when args are forwarded to the image's own ENTRYPOINT. */
-export const imageEntrypoint = '<image entrypoint>';
+const imageEntrypoint = '<image entrypoint>';
 
 const shells = new Set(['sh', 'bash', 'dash', 'ash', 'zsh', 'ksh']);
 const shellOptionsWithValue = new Set(['-o', '-O']);

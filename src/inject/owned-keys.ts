@@ -124,10 +124,7 @@ const sglangKnownFlags = [
 ];
 
 /** The flags the operator owns on `engine` under `opts`. */
-export function ownedFlags(
-  engine: EngineFamily,
-  opts: Pick<OwnedKeyOptions, 'kvCache' | 'dtypeOwned' | 'scope'>,
-) {
+function ownedFlags(engine: EngineFamily, opts: Pick<OwnedKeyOptions, 'kvCache' | 'dtypeOwned' | 'scope'>) {
   const vllm = isVllmFamily(engine);
   const connector =
     opts.scope === 'pod'
@@ -142,10 +139,7 @@ export function ownedFlags(
 }
 
 /** The env names the operator owns on `engine`. */
-export function ownedEnvNames(
-  engine: EngineFamily,
-  scope: OwnedKeyOptions['scope'] = 'role',
-): readonly string[] {
+function ownedEnvNames(engine: EngineFamily, scope: OwnedKeyOptions['scope'] = 'role'): readonly string[] {
   if (scope === 'pod') return podOwned[isVllmFamily(engine) ? 'vllm' : 'sglang'].env;
   return isVllmFamily(engine) ? vllmEnv : sglangEnv;
 }

@@ -35,13 +35,13 @@ const kvRoles: Record<EngineRole | 'none', string> = {
 };
 
 /** The vLLM kv-transfer-config JSON for a store connector in `role`. */
-export function kvTransferConfig(engine: EngineFamily, role: EngineRole | undefined): string {
+function kvTransferConfig(engine: EngineFamily, role: EngineRole | undefined): string {
   const connector = engine === 'vllm-ascend' ? 'AscendStoreConnector' : 'MooncakeStoreConnector';
   return JSON.stringify({ kv_connector: connector, kv_role: kvRoles[role ?? 'none'] });
 }
 
 /** The client-config file's JSON, every key written in a fixed order. */
-export function clientConfigJson(connection: CacheConnection): string {
+function clientConfigJson(connection: CacheConnection): string {
   return JSON.stringify({
     metadata_server: metadataServer,
     master_server_address: connection.masterAddress,

@@ -8,7 +8,7 @@ const labelName = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** A label key: an optional DNS-1123 subdomain prefix (≤253) and `/`, then a name of ≤63 characters. */
-export function isLabelKey(key: string): boolean {
+function isLabelKey(key: string): boolean {
   const parts = key.split('/');
   if (parts.length > 2) return false;
   const name = parts.pop()!;
@@ -18,7 +18,7 @@ export function isLabelKey(key: string): boolean {
 }
 
 /** A label value: empty, or ≤63 characters of the label-name alphabet. */
-export function isLabelValue(value: string): boolean {
+function isLabelValue(value: string): boolean {
   return value === '' || (value.length <= 63 && labelName.test(value));
 }
 

@@ -7,7 +7,7 @@ import { injectLabel } from '../inject/types.ts';
 import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';
 import type { HookSpec } from './configuration.ts';
 import { validateModelDeployment } from './modeldeployment-rules.ts';
-import { frozenKeyRefusal, type PodLike, planPodInjection } from './pod-injection-rules.ts';
+import { frozenKeyRefusal, type PodLike, planPodInjection, podAnnotations } from './pod-injection-rules.ts';
 
 export const modelDeploymentHook: HookSpec = {
   name: 'modeldeployments.worker.gpustack.ai',
@@ -71,7 +71,7 @@ export function podInjectionAdmission(ctx: OperatorContext, i: DeploymentInforme
     const pod = req.object as unknown as PodLike;
     if (pod.metadata.labels?.[injectLabel] !== 'true') return allow();
     const ns = req.namespace ?? pod.metadata.namespace ?? 'default';
-    const name = pod.metadata.annotations?.['kvcache.gpustack.ai/binding'];
+    const name = pod.metadata.annotations?.[podAnnotations.binding];
     const binding = name && !name.includes('/') ? i.bindings.get(name, ns) : undefined;
     const pool = binding ? i.pools.get(binding.spec.poolRef.name) : undefined;
     const backend = pool ? i.backends.get(pool.spec.backends[0]!) : undefined;

@@ -15,19 +15,20 @@ import {
   configVolumeName,
   type EngineFamily,
   injectedAnnotation,
+  injectLabel,
   type Volume,
 } from '../inject/types.ts';
 import type { JsonPatchOp } from '../kube/webhook-server.ts';
 
 const prefix = 'kvcache.gpustack.ai/';
-export const annotations = {
+export const podAnnotations = {
   binding: `${prefix}binding`,
   engine: `${prefix}engine`,
   manufacturer: `${prefix}manufacturer`,
   role: `${prefix}role`,
   container: `${prefix}container`,
 } as const;
-const userKeys = new Set<string>([...Object.values(annotations), argsForwardedAnnotation]);
+const userKeys = new Set<string>([...Object.values(podAnnotations), argsForwardedAnnotation]);
 
 export interface PodLike {
   metadata: {
@@ -52,45 +53,47 @@ export type PodVerdict = { ok: true; patch: JsonPatchOp[] } | { ok: false; messa
 const no = (message: string): PodVerdict => ({ ok: false, message });
 
 function engineOf(a: Record<string, string>): { engine?: EngineFamily; refusal?: string } {
-  const engine = a[annotations.engine];
-  const maker = a[annotations.manufacturer];
+  const engine = a[podAnnotations.engine];
+  const maker = a[podAnnotations.manufacturer];
   if (engine === undefined)
-    return { refusal: `metadata.annotations[${annotations.engine}] is required: set it to vLLM or SGLang` };
+    return {
+      refusal: `metadata.annotations[${podAnnotations.engine}] is required: set it to vLLM or SGLang`,
+    };
   if (maker !== undefined && maker !== 'ascend')
     return {
-      refusal: `metadata.annotations[${annotations.manufacturer}]: only "ascend" is known; remove it for other accelerators`,
+      refusal: `metadata.annotations[${podAnnotations.manufacturer}]: only "ascend" is known; remove it for other accelerators`,
     };
   if (/^vllm-ascend$/i.test(engine)) {
     return {
-      refusal: `metadata.annotations[${annotations.engine}]: write vLLM and set ${annotations.manufacturer}: ascend for vLLM-Ascend`,
+      refusal: `metadata.annotations[${podAnnotations.engine}]: write vLLM and set ${podAnnotations.manufacturer}: ascend for vLLM-Ascend`,
     };
   }
   if (/^vllm$/i.test(engine)) return { engine: maker === 'ascend' ? 'vllm-ascend' : 'vllm' };
   if (/^sglang$/i.test(engine)) {
     if (maker)
       return {
-        refusal: `metadata.annotations[${annotations.manufacturer}] applies to vLLM only; remove it for SGLang`,
+        refusal: `metadata.annotations[${podAnnotations.manufacturer}] applies to vLLM only; remove it for SGLang`,
       };
     return { engine: 'sglang' };
   }
   return {
-    refusal: `metadata.annotations[${annotations.engine}]: "${engine}" is not an engine this webhook configures; set vLLM or SGLang`,
+    refusal: `metadata.annotations[${podAnnotations.engine}]: "${engine}" is not an engine this webhook configures; set vLLM or SGLang`,
   };
 }
 
 function pickContainer(pod: PodLike, a: Record<string, string>): { index?: number; refusal?: string } {
-  const named = a[annotations.container];
+  const named = a[podAnnotations.container];
   if (named === undefined) {
     if (pod.spec.containers.length === 1) return { index: 0 };
     return {
-      refusal: `metadata.annotations[${annotations.container}] is required when a Pod has several containers: name the engine container`,
+      refusal: `metadata.annotations[${podAnnotations.container}] is required when a Pod has several containers: name the engine container`,
     };
   }
   const index = pod.spec.containers.findIndex((c) => c.name === named);
   if (index >= 0) return { index };
   const init = pod.spec.initContainers?.some((c) => c.name === named);
   return {
-    refusal: `metadata.annotations[${annotations.container}]: ${named} ${init ? 'is an init container; name an app container' : 'is not a container of this Pod'}`,
+    refusal: `metadata.annotations[${podAnnotations.container}]: ${named} ${init ? 'is an init container; name an app container' : 'is not a container of this Pod'}`,
   };
 }
 
@@ -103,7 +106,7 @@ function connect(
   const b = ctx.binding;
   if (!b)
     return {
-      refusal: `KVCachePoolBinding ${name} does not exist in namespace ${ns}; ask an administrator for one, or fix ${annotations.binding}`,
+      refusal: `KVCachePoolBinding ${name} does not exist in namespace ${ns}; ask an administrator for one, or fix ${podAnnotations.binding}`,
     };
   if (b.metadata.deletionTimestamp)
     return { refusal: `KVCachePoolBinding ${ns}/${name} is being deleted; use another Binding` };
@@ -166,21 +169,21 @@ export function planPodInjection(pod: PodLike, ctx: PodInjectionContext): PodVer
         `metadata.annotations[${key}] is not part of the injection contract (the domain comes from the Binding); remove it`,
       );
   }
-  const binding = a[annotations.binding];
+  const binding = a[podAnnotations.binding];
   if (!binding)
     return no(
-      `metadata.annotations[${annotations.binding}] is required: name a KVCachePoolBinding in this namespace`,
+      `metadata.annotations[${podAnnotations.binding}] is required: name a KVCachePoolBinding in this namespace`,
     );
   if (binding.includes('/'))
     return no(
-      `metadata.annotations[${annotations.binding}]: "${binding}" must be a Binding name in the Pod's own namespace, without a namespace part`,
+      `metadata.annotations[${podAnnotations.binding}]: "${binding}" must be a Binding name in the Pod's own namespace, without a namespace part`,
     );
   const { engine, refusal: engineRefusal } = engineOf(a);
   if (!engine) return no(engineRefusal!);
-  const role = a[annotations.role];
+  const role = a[podAnnotations.role];
   if (role !== undefined && role !== 'Prefill' && role !== 'Decode') {
     return no(
-      `metadata.annotations[${annotations.role}]: "${role}" is not a role; use Prefill or Decode, or omit it for a plain server`,
+      `metadata.annotations[${podAnnotations.role}]: "${role}" is not a role; use Prefill or Decode, or omit it for a plain server`,
     );
   }
   const { index, refusal: containerRefusal } = pickContainer(pod, a);
@@ -247,9 +250,8 @@ export function planPodInjection(pod: PodLike, ctx: PodInjectionContext): PodVer
 
 /** The opt-in label and the two written annotations are fixed once a Pod exists. */
 export function frozenKeyRefusal(old: PodLike, pod: PodLike): string | undefined {
-  const label = 'kvcache.gpustack.ai/inject';
-  if (old.metadata.labels?.[label] !== pod.metadata.labels?.[label]) {
-    return `metadata.labels[${label}] is fixed once the Pod exists; to stop injecting, change the Pod template (inject: "false" or no label)`;
+  if (old.metadata.labels?.[injectLabel] !== pod.metadata.labels?.[injectLabel]) {
+    return `metadata.labels[${injectLabel}] is fixed once the Pod exists; to stop injecting, change the Pod template (inject: "false" or no label)`;
   }
   for (const key of [injectedAnnotation, clientConfigAnnotation]) {
     if (old.metadata.annotations?.[key] !== pod.metadata.annotations?.[key]) {

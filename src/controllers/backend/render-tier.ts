@@ -1,5 +1,7 @@
 // What a local disk tier adds to a member Pod (spec §7): offload env, the host directory, survey and preStop.
+
 import type { MemberGroup } from '../../api/kvcache-backend.ts';
+import { shellQuote } from '../../shell.ts';
 import { parseQuantityBytes } from './quantity.ts';
 
 export type LocalDisk = NonNullable<MemberGroup['localDisks']>[number];
@@ -66,11 +68,6 @@ export function tierEnv(disk: LocalDisk): EnvVar[] {
 /** The tier directory; `Directory`, never `DirectoryOrCreate`: the admin prepares it with the right owner. */
 export function tierVolume(disk: LocalDisk) {
   return { name: localDiskVolume, hostPath: { path: disk.path, type: 'Directory' } };
-}
-
-/** A path as one single-quoted shell word. */
-export function shellQuote(text: string): string {
-  return `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
 /** Counts the tier directory's entries (-1 if unreadable) and `/` as a control; never fails the Pod. */

@@ -34,11 +34,11 @@ export interface BackendView {
   /** Member Pods with the index of their group. */
   memberPods: (PodView & { group: number })[];
   groupMedium: string[];
-  deployment?: DeploymentView | 'unreadable';
+  deployment?: DeploymentView;
   /** Two-step raise of leader replicas in progress. */
   replicasPending?: boolean;
   election: boolean;
-  lease?: { holder?: string } | 'unreadable';
+  lease?: { holder?: string };
   /** Rows of the previous status, kept when a listing fails. */
   previousMembers?: MemberRow[];
   /** Decided once from the first members' survey (disk tier only); undefined while undecided. */
@@ -151,13 +151,6 @@ function capacityVerdict(
 
 function rolloutVerdict(v: BackendView): DecidedCondition | undefined {
   if (!v.managed || !v.deployment) return undefined;
-  if (v.deployment === 'unreadable')
-    return cond(
-      'RolloutComplete',
-      'Unknown',
-      'WorkloadUnreadable',
-      'the leader Deployment could not be read',
-    );
   const d = v.deployment;
   if (d.observedGeneration < d.generation) {
     return cond(
@@ -193,8 +186,6 @@ function rolloutVerdict(v: BackendView): DecidedCondition | undefined {
 
 function electionVerdict(v: BackendView): DecidedCondition | undefined {
   if (!v.managed || !v.election) return undefined;
-  if (v.lease === 'unreadable')
-    return cond('ElectionObserved', 'Unknown', 'LeaseUnreadable', 'the leader Lease could not be read');
   if (v.lease?.holder)
     return cond('ElectionObserved', 'True', 'Electing', `the Lease names ${v.lease.holder} as holder`);
   if (v.leaderPods.some((p) => p.ready)) {

@@ -5,10 +5,10 @@
 import { createHash } from 'node:crypto';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
+import { shellQuote } from '../../shell.ts';
 import type { OperatorContext } from '../context.ts';
 import { groupDisk, managedConnection, resolveImages } from './effective-spec.ts';
 import { backendLabels, backendOwnerReference } from './labels.ts';
-import { shellQuote } from './render-tier.ts';
 import type { BackendInformers } from './watches.ts';
 
 export const cleanupDeadlineMs = 5 * 60_000;

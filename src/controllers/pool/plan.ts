@@ -24,10 +24,6 @@ export interface LedgerPlan {
   deletes: string[];
 }
 
-export function bindingKey(b: KVCachePoolBinding): string {
-  return `${b.metadata.namespace}/${b.metadata.name}`;
-}
-
 export function domainOf(b: KVCachePoolBinding): string {
   return b.spec.domain.name ?? 'default';
 }

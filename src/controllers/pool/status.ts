@@ -11,7 +11,7 @@ import { domainOf, type LedgerPlan } from './plan.ts';
 export interface MasterReport {
   /** Why the pool's backend does not resolve to a readable master, if so. */
   unresolved?: {
-    reason: 'BackendNotSingular' | 'BackendNotFound' | 'EndpointsNotPublished';
+    reason: 'BackendNotFound' | 'EndpointsNotPublished';
     message: string;
   };
   /** The master keeps no tenant ledger (declared off, or it answered so). */

@@ -4,10 +4,9 @@
 // and hooks enter the same namespaces and root through `nsenter`.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { rootScript, shellQuote } from './rootfs.ts';
+import { shellQuote } from '../../shell.ts';
+import { rootScript } from './rootfs.ts';
 import type { BindMount } from './volumes.ts';
-
-export { shellQuote };
 
 export interface LaunchSpec {
   hostname: string;

@@ -5,14 +5,12 @@
 // entries are bound one by one, so the mount point is created in the copy, never on this machine. For
 // a non-root user, a directory it may not enter (a home directory holding the image's programs) is a
 // tmpfs holding only the image's paths.
+
 import { existsSync, lstatSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { dirname, join, posix, relative } from 'node:path';
+import { shellQuote } from '../../shell.ts';
 import type { SystemTools } from './launch.ts';
 import type { BindMount } from './volumes.ts';
-
-export function shellQuote(s: string): string {
-  return `'${s.replaceAll("'", `'\\''`)}'`;
-}
 
 /** Whether `uid`/`gid` may enter directory `path` (search permission). */
 function canEnter(path: string, uid: number, gid: number): boolean {
