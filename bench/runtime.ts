@@ -4,8 +4,8 @@ import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeClient, type KubeObject } from '../src/kube/client.ts';
-import { installCrds } from '../src/kube/install-crds.ts';
 import { ControlPlane } from '../src/local/control-plane.ts';
+import { installCrds } from '../src/local/install-crds.ts';
 import { waitFor } from '../src/local/wait-for.ts';
 import { median, percentile, writeResult } from './results.ts';
 

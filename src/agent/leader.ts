@@ -185,9 +185,7 @@ function startMaster(run: Run): Child {
   const endpoints = masterEndpoints(options.masterArgs);
   const master = new Child('mooncake_master', run.masterPath, options.masterArgs, process.env);
   const host = endpoints.metricsHost ?? pod.ip ?? '127.0.0.1';
-  const health = new MasterHealth(
-    `http://${host.includes(':') ? `[${host}]` : host}:${endpoints.metricsPort}`,
-  );
+  const health = new MasterHealth(`${host.includes(':') ? `[${host}]` : host}:${endpoints.metricsPort}`);
   void health.run();
   status.master = master;
   status.health = health;

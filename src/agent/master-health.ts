@@ -1,19 +1,22 @@
 // Polls the master's own verdict (`service_ready` on GET /health) while it runs; readiness trusts a
 // verdict only while it is fresh, so a hung master turns the replica unready within seconds.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { StoreAdminClient } from '../store/admin-client.ts';
+import { parseHealth } from '../store/observe.ts';
 
 const pollIntervalMs = 500;
 const requestTimeoutMs = 1000;
 export const freshForMs = 2000;
 
 export class MasterHealth {
-  private readonly url: string;
+  private readonly admin: StoreAdminClient;
   private lastServingAt: number | undefined;
   private lastAnswer = 'no answer yet';
   private stopped = false;
 
-  constructor(adminBase: string) {
-    this.url = `${adminBase}/health`;
+  /** `address`: the master's admin endpoint, `host:port`. */
+  constructor(address: string) {
+    this.admin = new StoreAdminClient(address, requestTimeoutMs);
   }
 
   /** Whether the master said `service_ready: true` within the last two seconds. */
@@ -45,12 +48,11 @@ export class MasterHealth {
 
   private async pollOnce(): Promise<void> {
     try {
-      const res = await fetch(this.url, { signal: AbortSignal.timeout(requestTimeoutMs) });
-      const body = (await res.json()) as { service_ready?: boolean; role?: string; ha_state?: string };
-      if (body.service_ready === true) this.lastServingAt = performance.now();
-      this.lastAnswer = `service_ready=${body.service_ready}, role=${body.role}, ha_state=${body.ha_state}`;
+      const health = parseHealth(await this.admin.getText('/health'));
+      if (health.serviceReady) this.lastServingAt = performance.now();
+      this.lastAnswer = `service_ready=${health.serviceReady}, role=${health.role}, ha_state=${health.haState}`;
     } catch (err) {
-      this.lastAnswer = `GET ${this.url} failed: ${(err as Error).message}`;
+      this.lastAnswer = `GET /health on ${this.admin.address} failed: ${(err as Error).message}`;
     }
   }
 }

@@ -1,6 +1,6 @@
 // One observation of a master: /health, then /metrics, then /get_segments_detail, each read once.
 // Every figure is kept as read; a figure the store did not report stays absent, never zero.
-import { StoreAdminClient, StoreRequestFailed, StoreUnreachable } from './admin-client.ts';
+import { failure, StoreAdminClient, StoreUnreachable } from './admin-client.ts';
 import { type Families, gauge, parsePrometheusText } from './prometheus.ts';
 
 export type Reading<T> = { ok: true; value: T } | { ok: false; reason: string; message: string };
@@ -106,8 +106,7 @@ export async function observeStore(address: string, timeoutMs?: number): Promise
   try {
     const res = await client.call('GET', '/get_segments_detail');
     if (res.status === 404) segments = { ok: true, value: { served: false } };
-    else if (res.status !== 200)
-      segments = failed('ListingFailed', new StoreRequestFailed('listing', res.status));
+    else if (res.status !== 200) segments = failed('ListingFailed', failure('GET /get_segments_detail', res));
     else segments = { ok: true, value: { served: true, segments: parseSegments(res.body) } };
   } catch (err) {
     segments = failed(err instanceof ListingTooLarge ? 'ListingTooLarge' : 'ListingFailed', err);

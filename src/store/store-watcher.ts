@@ -19,7 +19,6 @@ const watchedFamilies = [
   'master_allocated_bytes',
   'master_total_file_capacity_bytes',
   'master_allocated_file_size_bytes',
-  'mooncake_tenant_quota_allocatable_capacity_bytes',
 ];
 
 /** What a status could show from this observation; volatile counters are reduced to what matters. */

@@ -1,8 +1,8 @@
 // One real control plane (etcd + kube-apiserver) with the CRDs installed, shared by the integration
 // test files of a run; its kubeconfig reaches them through KVPOOL_TEST_KUBECONFIG.
 import { KubeClient } from '../../src/kube/client.ts';
-import { installCrds } from '../../src/kube/install-crds.ts';
 import { ControlPlane } from '../../src/local/control-plane.ts';
+import { installCrds } from '../../src/local/install-crds.ts';
 
 let controlPlane: ControlPlane | undefined;
 

@@ -1,7 +1,7 @@
 // Installs (or updates) this project's CRDs by server-side apply and waits until each is Established.
 import { renderAllCrds } from '../api/crd.ts';
-import { waitFor } from '../local/wait-for.ts';
-import type { KubeClient, KubeObject } from './client.ts';
+import type { KubeClient, KubeObject } from '../kube/client.ts';
+import { waitFor } from './wait-for.ts';
 
 interface CrdStatus {
   status?: { conditions?: { type: string; status: string }[] };
