@@ -1,6 +1,5 @@
 // Condition bookkeeping shared by every controller: a pass decides type/status/reason/message; the
 // timestamps and observedGeneration are filled here, lastTransitionTime moving only on a status flip.
-
 import type { Condition } from '../api/schema.ts';
 import { apiTime } from '../kube/time.ts';
 

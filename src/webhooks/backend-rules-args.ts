@@ -1,6 +1,8 @@
 // extraArgs and extraEnv of a managed KVCacheBackend: entries the operator derives from fields, or that
 // would undo what it renders, are refused, each with its own reason.
+
 import type { EnvVar } from '../api/schema.ts';
+import { visibleDeviceVars } from '../controllers/backend/render-members.ts';
 
 interface Refusal {
   why: string;
@@ -121,11 +123,7 @@ const memberEnv = [
   'MOONCAKE_TENANT_ID',
   'MC_TE_METRIC',
   'KUBERNETES_POD_NAMESPACE',
-  'AMD_VISIBLE_DEVICES',
-  'CAMBRICON_VISIBLE_DEVICES',
-  'IX_VISIBLE_DEVICES',
-  'MTHREADS_VISIBLE_DEVICES',
-  'NVIDIA_VISIBLE_DEVICES',
+  ...visibleDeviceVars,
 ];
 
 const flagKeyPattern = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;

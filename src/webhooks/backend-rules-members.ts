@@ -1,7 +1,7 @@
 // Per-group rules for spec.connection.managed.members[i] that the CRD's CEL rules cannot express.
 import type { KVCacheBackendSpec, MemberGroup } from '../api/kvcache-backend.ts';
-import type { AdmissionFindings } from './backend-rules.ts';
 import { memberArgsRefusals, memberEnvRefusals } from './backend-rules-args.ts';
+import type { AdmissionFindings } from './findings.ts';
 import { imageReferenceRefusal } from './image-reference.ts';
 
 const labelName = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;

@@ -1,9 +1,14 @@
 // KVCacheBackend admission rules the CRD schema and its CEL rules cannot express (spec §3.1). Pure: the
 // webhook handler passes the object, the old object on update, and the Settings it needs.
+
 import type { KVCacheBackend } from '../api/types.ts';
+import { leaderName, memberDaemonSetName } from '../controllers/backend/labels.ts';
+import { nameList } from '../controllers/conditions.ts';
+import { seedConfigMapName } from '../controllers/pool/seed-policy.ts';
 import { leaderArgsRefusals, leaderEnvRefusals } from './backend-rules-args.ts';
 import { checkMemberGroup } from './backend-rules-members.ts';
 import { diskTierRefusals, positionRefusal } from './backend-rules-positions.ts';
+import type { AdmissionFindings } from './findings.ts';
 import { imageReferenceRefusal } from './image-reference.ts';
 
 export interface BackendAdmissionContext {
@@ -11,13 +16,7 @@ export interface BackendAdmissionContext {
   settingImage: string;
 }
 
-export interface AdmissionFindings {
-  errors: string[];
-  warnings: string[];
-}
-
 const leaderPath = 'spec.connection.managed.leader';
-const claimantsNamed = 20;
 
 export function validateBackend(
   obj: KVCacheBackend,
@@ -78,15 +77,16 @@ const dns1035Label = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 /** The error for a backend name that would make a rendered object name invalid, or undefined. */
 function renderedNameRefusal(name: string, groups: number): string | undefined {
   if (name === '') return undefined;
-  const suffixes = ['-leader', ...Array.from({ length: groups }, (_, i) => `-member-${i}`)];
-  suffixes.push('-tenant-quota-policy');
-  const invalid = suffixes
-    .map((suffix) => name + suffix)
-    .filter((n) => n.length > 63 || !dns1035Label.test(n));
+  const named = { metadata: { name } } as KVCacheBackend;
+  const rendered = [
+    leaderName(named),
+    ...Array.from({ length: groups }, (_, i) => memberDaemonSetName(named, i)),
+    seedConfigMapName(name),
+  ];
+  const invalid = rendered.filter((n) => n.length > 63 || !dns1035Label.test(n));
   if (invalid.length === 0) return undefined;
-  const longest = Math.max(...suffixes.map((suffix) => suffix.length));
-  const shown =
-    invalid.slice(0, 3).join(', ') + (invalid.length > 3 ? ` and ${invalid.length - 3} more` : '');
+  const longest = Math.max(...rendered.map((n) => n.length - name.length));
+  const shown = nameList(invalid, 3);
   return `metadata.name: "${name}" yields object names (${shown}) that are not DNS-1035 labels (at most 63 lowercase letters, digits and '-', starting with a letter and ending with a letter or digit); choose a name of at most ${63 - longest} characters that starts with a letter and has no dots`;
 }
 
@@ -99,7 +99,6 @@ function multiTenancyRefusal(
   if (!(before ?? true) || (after ?? true)) return undefined;
   const claimants = old.status?.usedBy ?? [];
   if (claimants.length === 0) return undefined;
-  const named = claimants.slice(0, claimantsNamed).map((c) => `${c.kind}/${c.name}`);
-  const more = claimants.length > claimantsNamed ? ` and ${claimants.length - claimantsNamed} more` : '';
-  return `${leaderPath}.multiTenancy: multi-tenancy cannot be turned off while the backend is in use by ${named.join(', ')}${more}, whose quotas and domains need it; delete those users or move them to another backend first, or keep multiTenancy true`;
+  const named = nameList(claimants.map((c) => `${c.kind}/${c.name}`));
+  return `${leaderPath}.multiTenancy: multi-tenancy cannot be turned off while the backend is in use by ${named}, whose quotas and domains need it; delete those users or move them to another backend first, or keep multiTenancy true`;
 }

@@ -2,9 +2,10 @@
 // every refusal at once so a user fixes them in one round.
 import type { KVCacheBackend } from '../api/types.ts';
 import type { Settings } from '../controllers/settings.ts';
-import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';
+import type { AdmissionHandler } from '../kube/webhook-server.ts';
 import { validateBackend } from './backend-rules.ts';
 import type { HookSpec } from './configuration.ts';
+import { verdictOf } from './findings.ts';
 
 export const backendHook: HookSpec = {
   name: 'kvcachebackends.worker.gpustack.ai',
@@ -24,9 +25,8 @@ export function backendAdmission(settings: Settings): AdmissionHandler {
   return (req) => {
     const obj = req.object as KVCacheBackend;
     const old = req.operation === 'UPDATE' ? (req.oldObject as KVCacheBackend) : undefined;
-    const { errors, warnings } = validateBackend(obj, old, {
-      settingImage: settings.get('kv-cache-backend-image').trim(),
-    });
-    return errors.length ? { ...deny(errors.join('; ')), warnings } : allow(warnings);
+    return verdictOf(
+      validateBackend(obj, old, { settingImage: settings.get('kv-cache-backend-image').trim() }),
+    );
   };
 }

@@ -5,7 +5,7 @@ import { engineFamily, isTakeOver } from '../controllers/modeldeployment/render-
 import { findOwnedKeyRefusals, flagValue } from '../inject/owned-keys.ts';
 import type { EngineFamily } from '../inject/types.ts';
 import { canonicalJson } from '../kube/canonical-json.ts';
-import type { AdmissionFindings } from './backend-rules.ts';
+import type { AdmissionFindings } from './findings.ts';
 import { ascendMismatch } from './pod-injection-rules.ts';
 
 export interface ModelDeploymentAdmissionContext {

@@ -6,6 +6,7 @@ import type { DeploymentInformers } from '../controllers/modeldeployment/watches
 import { injectLabel } from '../inject/types.ts';
 import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';
 import type { HookSpec } from './configuration.ts';
+import { verdictOf } from './findings.ts';
 import { validateModelDeployment } from './modeldeployment-rules.ts';
 import { frozenKeyRefusal, type PodLike, planPodInjection, podAnnotations } from './pod-injection-rules.ts';
 
@@ -53,7 +54,7 @@ function poolProtocols(i: DeploymentInformers, md: ModelDeployment): string[] | 
 export function modelDeploymentAdmission(ctx: OperatorContext, i: DeploymentInformers): AdmissionHandler {
   return (req) => {
     const md = req.object as ModelDeployment;
-    const { errors, warnings } = validateModelDeployment(
+    const findings = validateModelDeployment(
       md,
       req.operation === 'UPDATE' ? (req.oldObject as ModelDeployment) : undefined,
       {
@@ -62,7 +63,7 @@ export function modelDeploymentAdmission(ctx: OperatorContext, i: DeploymentInfo
         poolProtocols: poolProtocols(i, md),
       },
     );
-    return errors.length ? { ...deny(errors.join('; ')), warnings } : allow(warnings);
+    return verdictOf(findings);
   };
 }
 

@@ -3,7 +3,7 @@
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
 import { formatBinarySI, parseQuantityBytes } from '../controllers/backend/quantity.ts';
 import { domainOf } from '../controllers/pool/plan.ts';
-import type { AdmissionFindings } from './backend-rules.ts';
+import type { AdmissionFindings } from './findings.ts';
 
 const ledgerOffWarning = (backend: string) =>
   `backend "${backend}" runs without multi-tenancy: it holds no tenant ledger, so no per-tenant quota is in force and a pool on it serves exactly one reuse domain`;

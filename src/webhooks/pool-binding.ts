@@ -5,8 +5,9 @@ import { byBackend } from '../controllers/backend/watches.ts';
 import type { OperatorContext } from '../controllers/context.ts';
 import { workerApiVersion } from '../controllers/context.ts';
 import { byPool, type PoolInformers } from '../controllers/pool/watches.ts';
-import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';
+import { type AdmissionHandler, allow } from '../kube/webhook-server.ts';
 import type { HookSpec } from './configuration.ts';
+import { verdictOf } from './findings.ts';
 import { validateBinding, validatePoolCreate } from './pool-binding-rules.ts';
 
 const rule = (resource: string) => [
@@ -45,8 +46,7 @@ export function poolAdmission(ctx: OperatorContext, i: PoolInformers): Admission
   return async (req) => {
     if (req.operation !== 'CREATE') return allow();
     const pool = req.object as KVCachePool;
-    const { errors, warnings } = validatePoolCreate(pool, await findBackend(ctx, i, pool.spec.backends[0]!));
-    return errors.length ? deny(errors.join('; ')) : allow(warnings);
+    return verdictOf(validatePoolCreate(pool, await findBackend(ctx, i, pool.spec.backends[0]!)));
   };
 }
 
@@ -71,13 +71,13 @@ export function bindingAdmission(ctx: OperatorContext, i: PoolInformers): Admiss
             (s) => !(s.metadata.namespace === b.metadata.namespace && s.metadata.name === b.metadata.name),
           )
       : [];
-    const { errors, warnings } = validateBinding(b, old, {
+    const findings = validateBinding(b, old, {
       pool,
       backend,
       siblings,
       ledgerReason: pool?.status?.conditions?.find((c) => c.type === 'QuotaLedgerAvailable')?.reason,
       dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
     });
-    return errors.length ? { ...deny(errors.join('; ')), warnings } : allow(warnings);
+    return verdictOf(findings);
   };
 }

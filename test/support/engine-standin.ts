@@ -82,6 +82,10 @@ export class EngineStandin {
     return existsSync(this.process.logFile) ? readFileSync(this.process.logFile, 'utf8') : '';
   }
 
+  get running(): boolean {
+    return this.process.running;
+  }
+
   /** Throws with the tail of the log once the process has exited: waiting longer cannot help. */
   private assertRunning(): void {
     if (!this.process.running) {
@@ -100,12 +104,25 @@ export class EngineStandin {
     return waitFor(() => this.process.exit, { what: `${this.process.name} to exit`, timeoutMs });
   }
 
+  /**
+   * One readiness probe as a kubelet makes it: the status, or `undefined` when nothing answered within
+   * `timeoutMs` (the client library holds Python's interpreter lock while it sets up, so the HTTP thread
+   * cannot answer then).
+   */
+  async probeHealth(timeoutMs = 1000): Promise<number | undefined> {
+    try {
+      return (await fetch(`${this.url}/health`, { signal: AbortSignal.timeout(timeoutMs) })).status;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Waits until /health answers `status`; fails at once, with the log, if the process exits first. */
   async waitStatus(status: number, timeoutMs: number): Promise<number> {
     return waitFor(
       async () => {
         this.assertRunning();
-        return (await fetch(`${this.url}/health`)).status === status ? status : undefined;
+        return (await this.probeHealth()) === status ? status : undefined;
       },
       {
         what: `${this.process.name} /health on ${this.url} to answer ${status} (log: ${this.process.logFile})`,

@@ -1,6 +1,8 @@
 // The leader's children: Deployment, Service and (with an election) its ServiceAccounts and Roles.
+
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
+import { policyKey, seedConfigMapName } from '../pool/seed-policy.ts';
 import {
   anyDiskTier,
   electionOn,
@@ -26,7 +28,7 @@ export const leaderProbePort = 9004;
 const policyDir = '/var/lib/mooncake';
 const policyFile = `${policyDir}/tenant-quota-policy.yaml`;
 const policySeedDir = '/etc/mooncake/tenant-quota-policy';
-const policySeedFile = `${policySeedDir}/tenant-quota-policy.yaml`;
+const policySeedFile = `${policySeedDir}/${policyKey}`;
 // A disabled progress deadline: standbys stay unready by design, so a rollout never "completes" by count.
 const maxInt32 = 2147483647;
 
@@ -131,7 +133,7 @@ function policyVolumes(backend: KVCacheBackend) {
     {
       name: 'tenant-quota-policy-seed',
       // Optional: the pool reconciler writes the ConfigMap; an absent one seeds an empty ledger.
-      configMap: { name: `${backendName(backend)}-tenant-quota-policy`, optional: true, defaultMode: 0o644 },
+      configMap: { name: seedConfigMapName(backendName(backend)), optional: true, defaultMode: 0o644 },
     },
   ];
 }

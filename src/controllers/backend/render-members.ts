@@ -23,6 +23,7 @@ import {
 } from './labels.ts';
 import { formatBinarySI, parseQuantityBytes } from './quantity.ts';
 import type { BackendRenderContext } from './render.ts';
+import { leaderRpcPort } from './render-leader.ts';
 import {
   type EnvVar,
   localDiskVolume,
@@ -38,7 +39,7 @@ export const memberBasePort = 8080;
 const memberShutdownSeconds = 60;
 
 // DRAM members must not grab an accelerator a device runtime would otherwise hand them.
-const visibleDeviceVars = [
+export const visibleDeviceVars = [
   'AMD_VISIBLE_DEVICES',
   'CAMBRICON_VISIBLE_DEVICES',
   'IX_VISIBLE_DEVICES',
@@ -56,7 +57,7 @@ function memberPort(index: number): number {
 export function memberMasterAddress(backend: KVCacheBackend, namespace: string): string {
   const viaLease = managedConnection(backend).leader.memberAddressing === 'Lease' && electionOn(backend);
   const leader = leaderName(backend);
-  return viaLease ? `k8s://${namespace}/${leader}` : `${leader}.${namespace}.svc:50051`;
+  return viaLease ? `k8s://${namespace}/${leader}` : `${leader}.${namespace}.svc:${leaderRpcPort}`;
 }
 
 function memberArgs(group: MemberGroup, index: number): string[] {

@@ -5,7 +5,7 @@ import type { KVCacheBackend } from '../../api/types.ts';
 import type { StoreObservation } from '../../store/observe.ts';
 import type { OperatorContext } from '../context.ts';
 import { anyDiskTier, electionOn, managedConnection } from './effective-spec.ts';
-import { componentLabel, leaderName } from './labels.ts';
+import { componentLabel, leaderName, memberComponent, memberDaemonSetName } from './labels.ts';
 import { type Pod, viewPod } from './pod-view.ts';
 import { leaderAdminPort } from './render-leader.ts';
 import type { BackendView, MemberRow } from './status.ts';
@@ -59,7 +59,7 @@ function tierVerdict(backend: KVCacheBackend, informers: BackendInformers, pods:
   if (groups.length === 0) return undefined;
   const previous = backend.status?.conditions?.find((c) => c.type === 'TierWasEmpty');
   const inGroups = pods.filter((p) =>
-    groups.some((i) => p.metadata.labels?.[componentLabel] === `member-${i}`),
+    groups.some((i) => p.metadata.labels?.[componentLabel] === memberComponent(i)),
   );
   const readings = firstMembers(inGroups, backend.metadata.creationTimestamp).flatMap(
     (p) => readSurvey(p) ?? [],
@@ -67,10 +67,9 @@ function tierVerdict(backend: KVCacheBackend, informers: BackendInformers, pods:
   const desired = groups
     .map(
       (i) =>
-        informers.daemonSets.get(
-          `${backend.metadata.name}-member-${i}`,
-          inGroups[0]?.metadata.namespace ?? '',
-        ) as { status?: { desiredNumberScheduled?: number } } | undefined,
+        informers.daemonSets.get(memberDaemonSetName(backend, i), inGroups[0]?.metadata.namespace ?? '') as
+          | { status?: { desiredNumberScheduled?: number } }
+          | undefined,
     )
     .reduce((n, ds) => n + (ds?.status?.desiredNumberScheduled ?? 0), 0);
   return decideTierWasEmpty(readings, desired, previous);

@@ -101,7 +101,7 @@ export function backendInformers(ctx: OperatorContext): BackendInformers {
 }
 
 /** `<backend>-leader` → `<backend>`, for objects named after the leader. */
-function leaderOwner(name: string | undefined): string[] {
+export function leaderOwner(name: string | undefined): string[] {
   return name?.endsWith('-leader') ? [name.slice(0, -'-leader'.length)] : [];
 }
 

@@ -1,7 +1,6 @@
 // The ModelDeployment controller: renders each role's Deployment and the Services, injects the cache
 // connection its Binding resolves to (none at all while the pool is unusable, keeping running replicas
 // as they are), and reports roles, the cache and the conditions of ModelDeployment spec §2.
-
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
 import { injectedAnnotation } from '../../inject/types.ts';
 import { Controller, type ReconcileResult, splitKey } from '../../kube/controller.ts';

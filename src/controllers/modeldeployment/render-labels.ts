@@ -2,11 +2,10 @@
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
 import type { ModelDeployment } from '../../api/types.ts';
 import type { ObjectMeta, OwnerReference } from '../../kube/object.ts';
+import { componentLabel, instanceLabel, nameLabel } from '../backend/labels.ts';
 import { workerApiVersion } from '../context.ts';
 
-export const nameLabel = 'app.kubernetes.io/name';
-export const instanceLabel = 'app.kubernetes.io/instance';
-export const componentLabel = 'app.kubernetes.io/component';
+export { componentLabel, instanceLabel, nameLabel };
 export const roleKindLabel = 'modeldeployment.gpustack.ai/role-kind';
 export const templateHashAnnotation = 'modeldeployment.gpustack.ai/template-hash';
 export const modelDeploymentAppName = 'model-deployment';

@@ -5,7 +5,7 @@ import { type Informer, objectKey } from '../../kube/informer.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import type { Pod } from '../backend/pod-view.ts';
 import { type OperatorContext, workerApiVersion } from '../context.ts';
-import { byBindingRef, type PoolInformers, poolInformers } from '../pool/watches.ts';
+import { byBindingRef, byPool, type PoolInformers, poolInformers } from '../pool/watches.ts';
 
 export const byInstanceNs = 'instance-ns';
 const selector = 'app.kubernetes.io/name=model-deployment';
@@ -65,7 +65,7 @@ export function wireDeploymentWatches(
     i.modelDeployments.byIndex(byBindingRef, `${b.metadata.namespace}/${b.metadata.name}`).map(objectKey);
   controller.watch(i.bindings, byBinding);
   controller.watch(i.pools, (p: KVCachePool) =>
-    i.bindings.byIndex('pool', p.metadata.name!).flatMap(byBinding),
+    i.bindings.byIndex(byPool, p.metadata.name!).flatMap(byBinding),
   );
   controller.watch(i.instanceTypes, () => i.modelDeployments.list().map(objectKey));
   controller.watch(ctx.settings.informer, () => i.modelDeployments.list().map(objectKey));

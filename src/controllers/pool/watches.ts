@@ -4,7 +4,7 @@ import type { KVCachePool, KVCachePoolBinding, ModelDeployment } from '../../api
 import type { Controller } from '../../kube/controller.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { type BackendInformers, backendInformers } from '../backend/watches.ts';
+import { type BackendInformers, backendInformers, leaderOwner } from '../backend/watches.ts';
 import { type OperatorContext, workerApiVersion } from '../context.ts';
 
 export const byPool = 'pool';
@@ -59,7 +59,6 @@ export function wirePoolWatches(controller: Controller, i: PoolInformers): void 
     return b ? [bindingKey(b)] : [];
   });
   controller.watch(i.slices, (s) => {
-    const svc = s.metadata.labels?.['kubernetes.io/service-name'] ?? '';
-    return svc.endsWith('-leader') ? [svc.slice(0, -'-leader'.length)] : [];
+    return leaderOwner(s.metadata.labels?.['kubernetes.io/service-name']);
   });
 }
