@@ -4,7 +4,7 @@ import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { applyChild } from '../apply.ts';
 import type { OperatorContext } from '../context.ts';
-import { componentLabel, leaderName } from './labels.ts';
+import { componentLabel, leaderName, ownedByBackend } from './labels.ts';
 import { type BackendRenderContext, renderBackend } from './render.ts';
 import { podSpecHashAnnotation } from './render-members.ts';
 import { type BackendInformers, byInstance, type Deployment } from './watches.ts';
@@ -75,14 +75,6 @@ function liveChild(informers: BackendInformers, obj: KubeObject): KubeObject | u
   return undefined;
 }
 
-function ownedBy(obj: KubeObject, backend: KVCacheBackend): boolean {
-  return (
-    obj.metadata.ownerReferences?.some(
-      (r) => r.kind === 'KVCacheBackend' && r.uid === backend.metadata.uid,
-    ) ?? false
-  );
-}
-
 /** Deletes member DaemonSets of groups that no longer exist (groups are removed from the end). */
 async function pruneMemberGroups(
   backend: KVCacheBackend,
@@ -92,7 +84,7 @@ async function pruneMemberGroups(
 ): Promise<void> {
   const keep = new Set(wanted.map((d) => d.metadata.name));
   for (const ds of informers.daemonSets.byIndex(byInstance, backend.metadata.name!)) {
-    if (keep.has(ds.metadata.name) || !ownedBy(ds, backend)) continue;
+    if (keep.has(ds.metadata.name) || !ownedByBackend(ds, backend)) continue;
     await ctx.client.delete({
       apiVersion: 'apps/v1',
       kind: 'DaemonSet',

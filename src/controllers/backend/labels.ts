@@ -1,6 +1,6 @@
 // Labels, selectors and the metadata every child of a managed KVCacheBackend carries.
 import type { KVCacheBackend } from '../../api/types.ts';
-import type { ObjectMeta, OwnerReference } from '../../kube/object.ts';
+import type { KubeObject, ObjectMeta, OwnerReference } from '../../kube/object.ts';
 
 export const nameLabel = 'app.kubernetes.io/name';
 export const instanceLabel = 'app.kubernetes.io/instance';
@@ -43,6 +43,15 @@ export function backendOwnerReference(backend: KVCacheBackend): OwnerReference {
 }
 
 /** Metadata of a child object named `name` in `namespace`, labelled for `component`. */
+/** Whether `obj` carries an owner reference to this very backend (its uid, not only its name). */
+export function ownedByBackend(obj: KubeObject, backend: KVCacheBackend): boolean {
+  return (
+    obj.metadata.ownerReferences?.some(
+      (r) => r.kind === 'KVCacheBackend' && r.uid === backend.metadata.uid,
+    ) ?? false
+  );
+}
+
 export function childMetadata(
   backend: KVCacheBackend,
   namespace: string,

@@ -26,12 +26,12 @@ function suffixScale(suffix: string): { num: bigint; den: bigint } {
     : { num: 1n, den: 10n ** BigInt(-exponent) };
 }
 
-/** Bytes in a quantity (`8Gi`, `64Mi`, `134217728`, `1G`, `1e9`); fractions round up, as the apiserver's Value() does. */
-export function parseQuantityBytes(q: string | number): bigint {
+/** A quantity as an exact fraction num/den (den > 0), so `500m`, `1e-3` and `8Gi` all stay exact. */
+export function parseQuantity(q: string | number): { num: bigint; den: bigint } {
   if (typeof q === 'number') {
-    if (Number.isSafeInteger(q)) return BigInt(q);
-    if (!Number.isFinite(q)) throw new Error(`quantity ${q} is not a finite number of bytes`);
-    return parseQuantityBytes(String(q));
+    if (Number.isSafeInteger(q)) return { num: BigInt(q), den: 1n };
+    if (!Number.isFinite(q)) throw new Error(`quantity ${q} is not a finite number`);
+    return parseQuantity(String(q));
   }
   const match = quantityGrammar.exec(q.trim());
   if (!match) throw new Error(`"${q}" is not a Kubernetes quantity; write it like 8Gi, 64Mi or 134217728`);
@@ -39,9 +39,18 @@ export function parseQuantityBytes(q: string | number): bigint {
   const [whole = '', fraction = ''] = mantissa.split('.');
   const scale = suffixScale(suffix);
   const num = BigInt(`${whole || '0'}${fraction}`) * scale.num;
-  const den = 10n ** BigInt(fraction.length) * scale.den;
-  // Rounding up a negative value moves it towards zero.
-  return sign === '-' ? -(num / den) : (num + den - 1n) / den;
+  return { num: sign === '-' ? -num : num, den: 10n ** BigInt(fraction.length) * scale.den };
+}
+
+/** `num/den` rounded up (towards positive infinity), as the apiserver's Value() rounds. */
+export function ceilDiv(num: bigint, den: bigint): bigint {
+  return num >= 0n ? (num + den - 1n) / den : num / den;
+}
+
+/** Bytes in a quantity (`8Gi`, `64Mi`, `134217728`, `1G`, `1e9`); fractions round up, as the apiserver's Value() does. */
+export function parseQuantityBytes(q: string | number): bigint {
+  const { num, den } = parseQuantity(q);
+  return ceilDiv(num, den);
 }
 
 const binarySuffixes: Array<[string, bigint]> = [

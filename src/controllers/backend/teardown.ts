@@ -5,6 +5,7 @@ import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { removeFinalizer } from '../apply.ts';
 import type { OperatorContext } from '../context.ts';
+import { instanceLabel, ownedByBackend } from './labels.ts';
 import type { TierCleanup } from './tier-cleanup.ts';
 import type { BackendInformers } from './watches.ts';
 import { byInstance } from './watches.ts';
@@ -13,14 +14,6 @@ export const teardownPollMs = 2000;
 const abandonMarginMs = 120_000;
 
 export type TeardownOutcome = { done: true } | { done: false; message: string };
-
-function ownedBy(obj: KubeObject, backend: KVCacheBackend): boolean {
-  return (
-    obj.metadata.ownerReferences?.some(
-      (r) => r.kind === 'KVCacheBackend' && r.uid === backend.metadata.uid,
-    ) ?? false
-  );
-}
 
 type PodLike = KubeObject & { spec?: { nodeName?: string; terminationGracePeriodSeconds?: number } };
 
@@ -40,8 +33,7 @@ export async function teardownBackend(
 ): Promise<TeardownOutcome> {
   const name = backend.metadata.name!;
   const ns = ctx.namespace;
-  const isOurs = (o: KubeObject) =>
-    o.metadata.labels?.['app.kubernetes.io/instance'] === name && ownedBy(o, backend);
+  const isOurs = (o: KubeObject) => o.metadata.labels?.[instanceLabel] === name && ownedByBackend(o, backend);
   const workloads = [
     ...informers.deployments.list(ns),
     ...informers.daemonSets.byIndex(byInstance, name),

@@ -3,7 +3,7 @@
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../../api/types.ts';
 import type { CacheConnection } from '../../inject/types.ts';
 import { effectiveProtocol, storeProtocol } from '../backend/effective-spec.ts';
-import type { DecidedCondition } from '../conditions.ts';
+import { type ConditionStatus, type DecidedCondition, decided } from '../conditions.ts';
 import { domainOf } from '../pool/plan.ts';
 
 export interface CacheResolution {
@@ -14,12 +14,8 @@ export interface CacheResolution {
   echo?: { binding: string; pool?: string; domain?: { name: string; blockSize?: number; dtype?: string } };
 }
 
-const cond = (status: DecidedCondition['status'], reason: string, message: string): DecidedCondition => ({
-  type: 'DomainRegistered',
-  status,
-  reason,
-  message,
-});
+const cond = (status: ConditionStatus, reason: string, message: string) =>
+  decided('DomainRegistered', status, reason, message);
 
 export function resolveCache(
   md: ModelDeployment,

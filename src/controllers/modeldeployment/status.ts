@@ -1,7 +1,7 @@
 // A ModelDeployment's phase, role counts and conditions (ModelDeployment spec §2, KV-cache spec §2.4),
 // decided from its Deployments, its cache resolution and what ready replicas report. Pure.
 import type { ModelDeployment } from '../../api/types.ts';
-import type { DecidedCondition } from '../conditions.ts';
+import { type DecidedCondition, decided } from '../conditions.ts';
 import type { CacheResolution } from './connection.ts';
 import { servicePort } from './render.ts';
 
@@ -32,18 +32,11 @@ export interface DeploymentView {
   domainUsageBytes?: number;
 }
 
-const cond = (type: string, status: DecidedCondition['status'], reason: string, message: string) => ({
-  type,
-  status,
-  reason,
-  message,
-});
-
 function cacheAttached(v: DeploymentView): DecidedCondition {
   if (!v.md.spec.kvCache)
-    return cond('CacheAttached', 'True', 'NotApplicable', 'this deployment uses no shared cache');
+    return decided('CacheAttached', 'True', 'NotApplicable', 'this deployment uses no shared cache');
   if (v.roles.every((r) => r.unmanaged)) {
-    return cond(
+    return decided(
       'CacheAttached',
       'Unknown',
       'Unmanaged',
@@ -51,9 +44,14 @@ function cacheAttached(v: DeploymentView): DecidedCondition {
     );
   }
   if (!v.roles.some((r) => r.ready > 0))
-    return cond('CacheAttached', 'Unknown', 'NoReplicaReady', 'no replica is ready to report on the cache');
+    return decided(
+      'CacheAttached',
+      'Unknown',
+      'NoReplicaReady',
+      'no replica is ready to report on the cache',
+    );
   if (v.reports && v.reports.successes > 0) {
-    return cond(
+    return decided(
       'CacheAttached',
       'True',
       'CacheActive',
@@ -61,7 +59,7 @@ function cacheAttached(v: DeploymentView): DecidedCondition {
     );
   }
   if (v.reports && v.reports.failures > 0) {
-    return cond(
+    return decided(
       'CacheAttached',
       'False',
       'CacheOperationsFailing',
@@ -69,14 +67,14 @@ function cacheAttached(v: DeploymentView): DecidedCondition {
     );
   }
   if (!v.reports && (v.domainUsageBytes ?? 0) > 0) {
-    return cond(
+    return decided(
       'CacheAttached',
       'True',
       'CacheActive',
       `no replica reported, and the shared domain holds ${v.domainUsageBytes} bytes`,
     );
   }
-  return cond(
+  return decided(
     'CacheAttached',
     'Unknown',
     'NoObservationAvailable',
@@ -86,7 +84,7 @@ function cacheAttached(v: DeploymentView): DecidedCondition {
 
 function upToDate(v: DeploymentView): DecidedCondition {
   if (v.heldByCache) {
-    return cond(
+    return decided(
       'ReplicasUpToDate',
       'False',
       'RolloutHeldByCache',
@@ -95,14 +93,14 @@ function upToDate(v: DeploymentView): DecidedCondition {
   }
   const behind = v.roles.filter((r) => r.updated < r.desired);
   if (behind.length) {
-    return cond(
+    return decided(
       'ReplicasUpToDate',
       'False',
       'RolloutInProgress',
       `roles rolling out: ${behind.map((r) => `${r.name} ${r.updated}/${r.desired}`).join(', ')}`,
     );
   }
-  return cond('ReplicasUpToDate', 'True', 'UpToDate', 'every replica runs the current template');
+  return decided('ReplicasUpToDate', 'True', 'UpToDate', 'every replica runs the current template');
 }
 
 const kindLetter: Record<RoleView['kind'], string> = { Server: 'S', Prefill: 'P', Decode: 'D' };
@@ -125,8 +123,8 @@ export function decideDeployment(v: DeploymentView) {
     cacheAttached(v),
     upToDate(v),
     kindsReady
-      ? cond('RoleKindsReady', 'True', 'AllKindsReady', 'every role has its replicas ready')
-      : cond(
+      ? decided('RoleKindsReady', 'True', 'AllKindsReady', 'every role has its replicas ready')
+      : decided(
           'RoleKindsReady',
           'False',
           'KindsNotReady',
@@ -135,7 +133,7 @@ export function decideDeployment(v: DeploymentView) {
             .map((r) => `${r.name} ${r.ready}/${r.desired}`)
             .join(', ')}`,
         ),
-    cond('KVEventsPublishing', 'True', 'NotApplicable', 'no router consumes KV events'),
+    decided('KVEventsPublishing', 'True', 'NotApplicable', 'no router consumes KV events'),
   ];
   const readyAny = v.roles.some((r) => r.ready > 0);
   let phase: string;

@@ -21,14 +21,15 @@ export interface LedgerOutcome {
   wrote: boolean;
 }
 
+/** `unlisted` is the plan made without the master's listing; it stands when the listing fails. */
 export async function executeLedger(
   address: string,
   input: Omit<PlanInput, 'ledger'>,
+  unlisted: LedgerPlan,
 ): Promise<LedgerOutcome> {
   const ledger = new TenantLedger(address);
-  const empty = planLedger({ ...input, ledger: undefined });
   const outcome: LedgerOutcome = {
-    plan: empty,
+    plan: unlisted,
     ledgerOff: false,
     retained: new Set(),
     deleteFailures: new Map(),

@@ -68,21 +68,16 @@ export class PoolReconciler {
     const report: MasterReport = { ledgerOff: false, retained: new Set() };
     const address = this.resolve(key, backend, report);
     const registered = new Set(pools.flatMap((p) => (p.status?.domains ?? []).map((d) => d.name)));
-    let plan = planLedger({
+    const input = {
       pools,
       bindings,
-      isHeld: (b) => this.usedBy(b).length > 0,
-      ledger: undefined,
+      isHeld: (b: KVCachePoolBinding) => this.usedBy(b).length > 0,
       registered,
-    });
+    };
+    let plan = planLedger({ ...input, ledger: undefined });
     let outcome: LedgerOutcome | undefined;
     if (address && !report.ledgerOff) {
-      outcome = await executeLedger(address, {
-        pools,
-        bindings,
-        isHeld: (b) => this.usedBy(b).length > 0,
-        registered,
-      });
+      outcome = await executeLedger(address, input, plan);
       plan = outcome.plan;
       report.ledgerOff = outcome.ledgerOff;
       report.ledgerFailure = outcome.failure;

@@ -5,7 +5,7 @@ import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import type { LedgerFailure } from '../../store/tenant-ledger.ts';
 import type { TenantFigures } from '../../store/tenant-metrics.ts';
 import { formatBinarySI, parseQuantityBytes } from '../backend/quantity.ts';
-import { type DecidedCondition, nameList } from '../conditions.ts';
+import { type DecidedCondition, decided, nameList } from '../conditions.ts';
 import { domainOf, type LedgerPlan } from './plan.ts';
 
 export interface MasterReport {
@@ -34,17 +34,6 @@ export interface Decision<S> {
   status: S;
 }
 
-const c = (
-  type: string,
-  status: DecidedCondition['status'],
-  reason: string,
-  message: string,
-): DecidedCondition => ({
-  type,
-  status,
-  reason,
-  message,
-});
 const bytes = (n: number | undefined) =>
   n === undefined || !Number.isFinite(n) ? undefined : formatBinarySI(BigInt(Math.trunc(n)));
 
@@ -69,10 +58,11 @@ export function decidePool(
   m: MasterReport,
 ): Decision<Record<string, unknown>> {
   const conditions: DecidedCondition[] = [];
-  if (m.unresolved) conditions.push(c('BackendResolved', 'False', m.unresolved.reason, m.unresolved.message));
+  if (m.unresolved)
+    conditions.push(decided('BackendResolved', 'False', m.unresolved.reason, m.unresolved.message));
   else {
     conditions.push(
-      c('BackendResolved', 'True', 'Resolved', `backend ${pool.spec.backends[0]} serves this pool`),
+      decided('BackendResolved', 'True', 'Resolved', `backend ${pool.spec.backends[0]} serves this pool`),
     );
     conditions.push(...ledgerConditions(m));
     conditions.push(capacityCondition(m));
@@ -82,13 +72,13 @@ export function decidePool(
   const total = parseQuantityBytes(pool.spec.quota.total);
   conditions.push(
     sum <= total
-      ? c(
+      ? decided(
           'QuotaWithinTotal',
           'True',
           'WithinTotal',
           `the Bindings' ceilings sum to ${formatBinarySI(sum)}, within the pool's ${formatBinarySI(total)}`,
         )
-      : c(
+      : decided(
           'QuotaWithinTotal',
           'False',
           'Oversubscribed',
@@ -156,28 +146,33 @@ function ledgerConditions(m: MasterReport): DecidedCondition[] {
     const msg =
       'the master holds no tenant ledger: no per-tenant quota is in force and this pool serves exactly one reuse domain';
     return [
-      c('QuotaLedgerAvailable', 'False', 'MultiTenancyDisabled', msg),
-      c('QuotaPolicyWritable', 'Unknown', 'MultiTenancyDisabled', msg),
+      decided('QuotaLedgerAvailable', 'False', 'MultiTenancyDisabled', msg),
+      decided('QuotaPolicyWritable', 'Unknown', 'MultiTenancyDisabled', msg),
     ];
   }
   const f = m.ledgerFailure;
   if (f?.kind === 'LedgerUnreachable') {
     return [
-      c('QuotaLedgerAvailable', 'False', 'LedgerUnreachable', f.message),
-      c('QuotaPolicyWritable', 'Unknown', 'LedgerUnreachable', f.message),
+      decided('QuotaLedgerAvailable', 'False', 'LedgerUnreachable', f.message),
+      decided('QuotaPolicyWritable', 'Unknown', 'LedgerUnreachable', f.message),
     ];
   }
   return [
-    c('QuotaLedgerAvailable', 'True', 'Available', 'the master keeps a tenant ledger'),
+    decided('QuotaLedgerAvailable', 'True', 'Available', 'the master keeps a tenant ledger'),
     f?.kind === 'QuotaPolicyNotWritable'
-      ? c('QuotaPolicyWritable', 'False', 'QuotaPolicyNotWritable', `${f.message}: the quota is NOT in force`)
-      : c('QuotaPolicyWritable', 'True', 'Writable', 'the master persists its tenant policy'),
+      ? decided(
+          'QuotaPolicyWritable',
+          'False',
+          'QuotaPolicyNotWritable',
+          `${f.message}: the quota is NOT in force`,
+        )
+      : decided('QuotaPolicyWritable', 'True', 'Writable', 'the master persists its tenant policy'),
   ];
 }
 
 function capacityCondition(m: MasterReport): DecidedCondition {
   if (m.figures === undefined || m.allocatableBytes === undefined) {
-    return c(
+    return decided(
       'CapacityAllocatable',
       'False',
       'CapacityNotObserved',
@@ -185,14 +180,14 @@ function capacityCondition(m: MasterReport): DecidedCondition {
     );
   }
   if (m.allocatableBytes <= 0) {
-    return c(
+    return decided(
       'CapacityAllocatable',
       'False',
       'NothingToAllocate',
       'the master reports nothing to allocate, so every reuse domain’s effective quota is zero and no write can succeed. Its members have either not mounted their segments yet, or not finished remounting them after the master restarted',
     );
   }
-  return c(
+  return decided(
     'CapacityAllocatable',
     'True',
     'Allocatable',
@@ -210,7 +205,7 @@ function poolUsage(domains: string[], m: MasterReport): string | undefined {
 
 function poolReleasable(live: KVCachePoolBinding[], m: MasterReport, domains: string[]): DecidedCondition {
   if (live.length) {
-    return c(
+    return decided(
       'Releasable',
       'False',
       'HeldByBindings',
@@ -220,7 +215,7 @@ function poolReleasable(live: KVCachePoolBinding[], m: MasterReport, domains: st
   const stuck = domains.filter((d) => m.retained.has(d));
   // Only a backend that no longer exists is owed nothing; any other unreadable master still holds entries.
   if (m.unresolved && m.unresolved.reason !== 'BackendNotFound' && !m.ledgerOff) {
-    return c(
+    return decided(
       'Releasable',
       'False',
       'LedgerNotReleased',
@@ -228,7 +223,7 @@ function poolReleasable(live: KVCachePoolBinding[], m: MasterReport, domains: st
     );
   }
   if (stuck.length || m.ledgerFailure) {
-    return c(
+    return decided(
       'Releasable',
       'False',
       'LedgerNotReleased',
@@ -237,7 +232,7 @@ function poolReleasable(live: KVCachePoolBinding[], m: MasterReport, domains: st
         : `the ledger could not be released: ${m.ledgerFailure!.message}; retrying`,
     );
   }
-  return c('Releasable', 'True', 'Released', 'nothing holds this pool');
+  return decided('Releasable', 'True', 'Released', 'nothing holds this pool');
 }
 
 export function decideBinding(
@@ -252,13 +247,13 @@ export function decideBinding(
   const rivals = plan.contested.get(domain)?.filter((x) => x.binding !== b);
   conditions.push(
     rivals?.length
-      ? c(
+      ? decided(
           'DomainExclusive',
           'False',
           'DomainClaimedByMultipleBindings',
           `domain ${domain} is also claimed on this master by ${nameList(rivals.map((r) => `${r.binding.metadata.namespace}/${r.binding.metadata.name}`))}; it is managed for neither: delete one of them`,
         )
-      : c(
+      : decided(
           'DomainExclusive',
           'True',
           'Exclusive',
@@ -268,7 +263,7 @@ export function decideBinding(
   let figures: Record<string, unknown> = {};
   if (m.ledgerOff) {
     conditions.push(
-      c(
+      decided(
         'QuotaObserved',
         'True',
         'Observed',
@@ -276,7 +271,7 @@ export function decideBinding(
       ),
     );
     conditions.push(
-      c(
+      decided(
         'QuotaGranted',
         'True',
         'Unenforced',
@@ -285,16 +280,26 @@ export function decideBinding(
     );
   } else if (m.unresolved || !m.figures) {
     const why = m.unresolved?.message ?? m.ledgerFailure?.message ?? 'the master was not scraped';
-    conditions.push(c('QuotaObserved', 'False', 'MasterNotScraped', why));
+    conditions.push(decided('QuotaObserved', 'False', 'MasterNotScraped', why));
     figures = keepPrevious(b);
   } else {
     const f = m.figures.get(domain);
     if (!f) {
       conditions.push(
-        c('QuotaObserved', 'True', 'TenantNotInLedger', `the master has no entry for domain ${domain} yet`),
+        decided(
+          'QuotaObserved',
+          'True',
+          'TenantNotInLedger',
+          `the master has no entry for domain ${domain} yet`,
+        ),
       );
       conditions.push(
-        c('QuotaGranted', 'False', 'NoLedgerEntry', `domain ${domain} is not in the master’s ledger yet`),
+        decided(
+          'QuotaGranted',
+          'False',
+          'NoLedgerEntry',
+          `domain ${domain} is not in the master’s ledger yet`,
+        ),
       );
     } else {
       const inflight = f.usageIncludesInFlight ? ' (usage includes writes still in flight)' : '';
@@ -303,7 +308,7 @@ export function decideBinding(
           ? '; the master reports no explicit policy for this domain, so its ceiling is not in force yet'
           : '';
       conditions.push(
-        c(
+        decided(
           'QuotaObserved',
           'True',
           'Observed',
@@ -338,21 +343,21 @@ export function decideBinding(
 
 function grantCondition(domain: string, f: TenantFigures): DecidedCondition {
   if (f.effectiveBytes === undefined)
-    return c(
+    return decided(
       'QuotaGranted',
       'False',
       'GrantNotExported',
       `the master exports no effective quota for domain ${domain}`,
     );
   if (f.effectiveBytes <= 0) {
-    return c(
+    return decided(
       'QuotaGranted',
       'False',
       'ZeroGranted',
       `the master grants domain ${domain} nothing: read the pool’s CapacityAllocatable (members may not have mounted yet), or a proportional recut left this domain no share`,
     );
   }
-  return c(
+  return decided(
     'QuotaGranted',
     'True',
     'Granted',
@@ -362,7 +367,7 @@ function grantCondition(domain: string, f: TenantFigures): DecidedCondition {
 
 function bindingReleasable(usedBy: UsedByEntry[], domain: string, failure?: LedgerFailure): DecidedCondition {
   if (usedBy.length) {
-    return c(
+    return decided(
       'Releasable',
       'False',
       'HeldByWorkloads',
@@ -370,20 +375,20 @@ function bindingReleasable(usedBy: UsedByEntry[], domain: string, failure?: Ledg
     );
   }
   if (failure?.kind === 'TenantNotEmpty')
-    return c(
+    return decided(
       'Releasable',
       'False',
       'LedgerNotReleased',
       `the master refuses to drop domain ${domain} while it holds data; drain it`,
     );
   if (failure)
-    return c(
+    return decided(
       'Releasable',
       'False',
       'LedgerRequestFailed',
       `removing domain ${domain} from the ledger failed: ${failure.message}; retrying`,
     );
-  return c('Releasable', 'True', 'Released', 'nothing holds this Binding');
+  return decided('Releasable', 'True', 'Released', 'nothing holds this Binding');
 }
 
 /** A failed scrape keeps the previous figures rather than erasing them. */
