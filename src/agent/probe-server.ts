@@ -1,7 +1,7 @@
 // The kubelet's view of a leader replica: /readyz (leads and the master serves) and /healthz (alive).
 
-import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
+import { closeServer, listen } from '../kube/listen.ts';
 
 export interface Verdict {
   ok: boolean;
@@ -39,15 +39,5 @@ export async function startProbeServer(
           : [404, 'not found: try /readyz or /healthz\n'];
     res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' }).end(body);
   });
-  server.listen(port, host);
-  await once(server, 'listening');
-  const address = server.address();
-  return {
-    port: typeof address === 'object' && address ? address.port : port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return { port: await listen(server, port, host), close: () => closeServer(server) };
 }

@@ -1,6 +1,7 @@
 // Plain-HTTP /healthz, /readyz and /metrics for the operator process.
+
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeServer, listen } from './listen.ts';
 import { registry } from './metrics.ts';
 
 export type Check = () => string | undefined;
@@ -37,18 +38,12 @@ export class HealthServer {
         .end(failures.join('\n') || 'ok');
     });
     const server = this.server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => resolve());
-    });
-    return (server.address() as AddressInfo).port;
+    return listen(server, port, host);
   }
 
   async stop(): Promise<void> {
     const server = this.server;
     if (!server) return;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeAllConnections();
-    await closed;
+    await closeServer(server);
   }
 }

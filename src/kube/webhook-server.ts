@@ -1,7 +1,8 @@
 // HTTPS server for admission webhooks (AdmissionReview v1). Each path has a handler that returns a
 // verdict; mutating handlers return a JSON Patch. The serving certificate can be swapped in place.
+
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { closeServer, listen } from './listen.ts';
 import { log } from './log.ts';
 import type { KubeObject } from './object.ts';
 
@@ -108,11 +109,7 @@ export class WebhookServer {
     // The apiserver keeps idle connections for 90 s; closing ours first races its next request (a reset).
     server.keepAliveTimeout = 120_000;
     server.headersTimeout = 125_000;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => resolve());
-    });
-    return (server.address() as AddressInfo).port;
+    return listen(server, port, host);
   }
 
   /** Serves a new certificate from the next TLS handshake on, without a restart. */
@@ -123,8 +120,6 @@ export class WebhookServer {
   async stop(): Promise<void> {
     const server = this.server;
     if (!server) return;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeAllConnections();
-    await closed;
+    await closeServer(server);
   }
 }
