@@ -9,7 +9,7 @@ import type { KubeObject } from '../kube/object.ts';
 import { ControlPlane } from './control-plane.ts';
 import { installCrds } from './install-crds.ts';
 import { defaultImageCatalog, type ImageCatalog } from './node-agent/images.ts';
-import { NodeAgent } from './node-agent/node-agent.ts';
+import { defaultNodeCapacity, NodeAgent } from './node-agent/node-agent.ts';
 import { freePort } from './ports.ts';
 import { type ManagedProcess, startProcess } from './processes.ts';
 import { ServiceProxy } from './service-proxy/service-proxy.ts';
@@ -154,8 +154,8 @@ export class LocalCluster {
         status: {
           phase: 'Active',
           unit: '1/2Gi/10Gi',
-          acceleratorSummary: `1/${4 * this.nodes.length}`,
-          cpuSummary: `${16 * this.nodes.length}`,
+          acceleratorSummary: `1/${Number(defaultNodeCapacity['nvidia.com/gpu']) * this.nodes.length}`,
+          cpuSummary: `${Number(defaultNodeCapacity.cpu) * this.nodes.length}`,
         },
       } as KubeObject,
       { fieldManager: 'kvpool-local', subresource: 'status' },
