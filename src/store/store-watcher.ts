@@ -60,7 +60,7 @@ export class StoreWatcher {
   }
 
   /** Subscribes `id` to a master; onChange runs when its observation changes. */
-  watch(address: string, id: string, onChange: () => void): void {
+  private watch(address: string, id: string, onChange: () => void): void {
     let w = this.watched.get(address);
     if (!w) {
       w = { subscribers: new Map() };
@@ -71,7 +71,7 @@ export class StoreWatcher {
   }
 
   /** Drops a subscription; the master is no longer polled once nobody watches it. */
-  unwatch(address: string, id: string): void {
+  private unwatch(address: string, id: string): void {
     const w = this.watched.get(address);
     if (!w) return;
     w.subscribers.delete(id);
@@ -81,9 +81,19 @@ export class StoreWatcher {
     }
   }
 
-  /** Addresses `id` is subscribed to. */
-  subscriptions(id: string): string[] {
-    return [...this.watched].filter(([, w]) => w.subscribers.has(id)).map(([a]) => a);
+  /**
+   * Keeps `id` subscribed to exactly `address`, or to nothing when it is undefined (a subscriber
+   * follows its master as it moves). True when the subscription to `address` is new.
+   */
+  follow(id: string, address: string | undefined, onChange: () => void): boolean {
+    let fresh = address !== undefined;
+    for (const [a, w] of [...this.watched]) {
+      if (!w.subscribers.has(id)) continue;
+      if (a === address) fresh = false;
+      else this.unwatch(a, id);
+    }
+    if (address !== undefined) this.watch(address, id, onChange);
+    return fresh;
   }
 
   latest(address: string): StoreObservation | undefined {

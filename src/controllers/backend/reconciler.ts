@@ -43,17 +43,10 @@ export class BackendReconciler {
     wireBackendWatches(this.controller, this.informers, ctx);
   }
 
-  private subscriberId(name: string): string {
-    return `backend/${name}`;
-  }
-
   /** Keeps this backend subscribed to exactly one admin address (or none). */
   private async observe(name: string, address: string | undefined) {
-    const id = this.subscriberId(name);
-    for (const a of this.ctx.store.subscriptions(id)) if (a !== address) this.ctx.store.unwatch(a, id);
+    const fresh = this.ctx.store.follow(`backend/${name}`, address, () => this.controller.enqueue(name));
     if (!address) return undefined;
-    const fresh = !this.ctx.store.subscriptions(id).includes(address);
-    this.ctx.store.watch(address, id, () => this.controller.enqueue(name));
     return fresh
       ? this.ctx.store.refresh(address)
       : (this.ctx.store.latest(address) ?? this.ctx.store.refresh(address));

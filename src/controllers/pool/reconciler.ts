@@ -58,7 +58,7 @@ export class PoolReconciler {
     const pools = this.informers.pools.byIndex(byBackend, key);
     const bindings = pools.flatMap((p) => this.informers.bindings.byIndex(byPool, p.metadata.name!));
     if (pools.length === 0 && !backend) {
-      this.ctx.store.unwatch(this.ctx.store.subscriptions(`pool/${key}`)[0] ?? '', `pool/${key}`);
+      this.ctx.store.follow(`pool/${key}`, undefined, () => {});
       return undefined;
     }
     // Locked before anything is written to the master, so no ledger entry outlives its Binding.
@@ -67,6 +67,7 @@ export class PoolReconciler {
 
     const report: MasterReport = { ledgerOff: false, retained: new Set() };
     const address = this.resolve(key, backend, report);
+    this.ctx.store.follow(`pool/${key}`, address, () => this.controller.enqueue(key));
     const registered = new Set(pools.flatMap((p) => (p.status?.domains ?? []).map((d) => d.name)));
     const input = {
       pools,
@@ -144,10 +145,7 @@ export class PoolReconciler {
     const address = managed
       ? managedAdminAddress(this.informers, backend, leaseHolder(this.informers, backend, this.ctx.namespace))
       : externalAdminAddress(backend);
-    const id = `pool/${key}`;
-    for (const a of this.ctx.store.subscriptions(id)) if (a !== address) this.ctx.store.unwatch(a, id);
-    if (address) this.ctx.store.watch(address, id, () => this.controller.enqueue(key));
-    else if (!report.ledgerOff)
+    if (!address && !report.ledgerOff)
       report.ledgerFailure = {
         kind: 'LedgerUnreachable',
         message: `no leader of backend ${key} is ready to answer`,
