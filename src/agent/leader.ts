@@ -7,7 +7,7 @@ import { LeaderElector } from '../kube/leader-election.ts';
 import { type Logger, log } from '../kube/log.ts';
 import { Child, describeExit, findOnPath } from './child.ts';
 import { LeaderStatus } from './leader-status.ts';
-import { type LeaseRef, readLeaseHolder } from './lease-address.ts';
+import type { LeaseRef } from './lease-address.ts';
 import { masterEndpoints } from './master-flags.ts';
 import { MasterHealth } from './master-health.ts';
 import { type PodIdentity, podFromEnv, setPodRole } from './pod-role-label.ts';
@@ -85,7 +85,7 @@ async function runElected(run: Run): Promise<number> {
   // A container restarted after losing the Lease must not keep its old leader label.
   await setPodRole(client, pod, null, logger);
   logger.info({ identity }, 'campaigning for the Lease');
-  if (!(await campaign(run, client, elector))) {
+  if (!(await campaign(run, elector))) {
     await elector.release();
     return 0;
   }
@@ -98,7 +98,7 @@ async function runElected(run: Run): Promise<number> {
   const master = startMaster(run);
   const ending: Ending = await Promise.race([
     elector.renewUntilLost().then((r) => (r === 'lost' ? ('lost' as const) : new Promise<never>(() => {}))),
-    otherHolder(client, options.lease, identity, options.retryPeriodMs).then(() => 'taken' as const),
+    otherHolder(elector, identity, options.retryPeriodMs).then(() => 'taken' as const),
     master.exited.then(() => 'master-exited' as const),
     run.shutdown.then(() => 'signal' as const),
   ]);
@@ -111,14 +111,13 @@ function electionTimings(options: LeaderOptions) {
 }
 
 /** Campaigns until this replica holds the Lease (true) or a shutdown signal arrives (false). */
-async function campaign(run: Run, client: KubeClient, elector: LeaderElector): Promise<boolean> {
+async function campaign(run: Run, elector: LeaderElector): Promise<boolean> {
   let campaigning = true;
-  const lease = run.options.lease!;
-  // The holder is only for the readiness reason; the elector reads the Lease itself.
+  // The holder is only for the readiness reason, taken from the elector's own reads.
   void (async () => {
     while (campaigning) {
-      run.status.holder = await readLeaseHolder(client, lease).catch(() => run.status.holder);
-      await sleep(run.options.retryPeriodMs);
+      run.status.holder = elector.observedHolder ?? run.status.holder;
+      await sleep(Math.min(500, run.options.retryPeriodMs));
     }
   })();
   const won = await Promise.race([elector.acquire(), run.shutdown.then(() => false)]);
@@ -126,11 +125,14 @@ async function campaign(run: Run, client: KubeClient, elector: LeaderElector): P
   return won;
 }
 
-/** Resolves once the Lease names another holder: someone took it while this replica thought it led. */
-async function otherHolder(client: KubeClient, lease: LeaseRef, identity: string, intervalMs: number) {
+/**
+ * Resolves once a renewal read another holder: someone took the Lease while this replica led. Sooner
+ * than the renew deadline, which only counts failed renewals.
+ */
+async function otherHolder(elector: LeaderElector, identity: string, intervalMs: number) {
   for (;;) {
     await sleep(intervalMs);
-    const holder = await readLeaseHolder(client, lease).catch(() => identity);
+    const holder = elector.observedHolder;
     if (holder && holder !== identity) return holder;
   }
 }

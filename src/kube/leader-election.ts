@@ -35,6 +35,7 @@ export class LeaderElector {
   private readonly options: Required<LeaderElectionOptions>;
   private observed: { record: string; at: number } | undefined;
   private lease: Lease | undefined;
+  private holder: string | undefined;
   private leading = false;
   private stopped = false;
   private attempt: Promise<boolean> = Promise.resolve(false);
@@ -57,6 +58,11 @@ export class LeaderElector {
       namespace: this.options.namespace,
       name: this.options.name,
     };
+  }
+
+  /** The holder the last attempt read (this candidate after a win), so callers need no Lease reads of their own. */
+  get observedHolder(): string | undefined {
+    return this.holder;
   }
 
   /** Campaigns until this candidate leads; resolves false if stop() came first. */
@@ -108,6 +114,7 @@ export class LeaderElector {
           acquireTime: now,
         },
       });
+      this.holder = '';
       this.logger.info('released the lease');
     } catch (err) {
       this.logger.warn({ err: String(err) }, 'could not release the lease; it expires on its own');
@@ -125,6 +132,7 @@ export class LeaderElector {
     const durationSeconds = Math.round(this.options.leaseDurationMs / 1000);
     try {
       const current = await this.client.find<Lease>(this.ref);
+      this.holder = current?.spec?.holderIdentity;
       if (!current) {
         this.lease = await this.client.create<Lease>({
           ...this.ref,
@@ -137,6 +145,7 @@ export class LeaderElector {
             leaseTransitions: 0,
           },
         } as Lease);
+        this.holder = me;
         return true;
       }
       const spec = current.spec ?? {};
@@ -161,6 +170,7 @@ export class LeaderElector {
           leaseTransitions: (spec.leaseTransitions ?? 0) + (takingOver ? 1 : 0),
         },
       });
+      this.holder = me;
       return true;
     } catch (err) {
       if (!(err instanceof ApiError && (err.isConflict || err.isAlreadyExists))) {
