@@ -6,6 +6,7 @@ import type { KVCacheBackend } from '../../src/api/types.ts';
 import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
+import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
 
@@ -63,11 +64,7 @@ describe('KVCacheBackend admission through the real apiserver', () => {
 
   before(async () => {
     cluster = await startIsolatedCluster();
-    await cluster.client.create({
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: 'gpustack-system' },
-    } as KubeObject);
+    await ensureNamespace(cluster.client, 'gpustack-system');
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
   });
   after(async () => {

@@ -5,9 +5,11 @@ import { after, before, describe, it } from 'node:test';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
+import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
+import { externalBackend } from '../support/pool-fixtures.ts';
 
 const MiB = 1 << 20;
 const ref = { apiVersion: 'worker.gpustack.ai/v1', kind: 'KVCacheBackend', name: 'external-store' };
@@ -33,26 +35,9 @@ describe('an external backend on a real master with two 64 MiB members', () => {
       startIsolatedCluster(),
       MooncakeStore.start({ members: 2, memberBytes: 64 * MiB, tenants: [] }),
     ]);
-    await cluster.client.create({
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: 'gpustack-system' },
-    } as KubeObject);
+    await ensureNamespace(cluster.client, 'gpustack-system');
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath);
-    await cluster.client.create({
-      ...ref,
-      metadata: { name: ref.name },
-      spec: {
-        connection: {
-          external: {
-            endpoints: [
-              { name: 'Client', address: store.rpcAddress },
-              { name: 'Admin', address: store.adminAddress },
-            ],
-          },
-        },
-      },
-    } as KubeObject);
+    await cluster.client.create(externalBackend(ref.name, store));
   });
   after(async () => {
     await operator?.stop();

@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
+import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
 import { seedObjects } from '../support/seed.ts';
@@ -50,11 +51,7 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
 
   before(async () => {
     cluster = await startIsolatedCluster({ controllers: true });
-    await cluster.client.create({
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: ns },
-    } as KubeObject);
+    await ensureNamespace(cluster.client, ns);
     // Two Nodes as a kubelet would register them: Ready, with allocatable memory, no not-ready taint.
     for (const node of ['node-a', 'node-b']) {
       const ref = { apiVersion: 'v1', kind: 'Node', name: node };

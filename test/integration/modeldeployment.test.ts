@@ -6,6 +6,7 @@ import type { ModelDeployment } from '../../src/api/types.ts';
 import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
+import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
@@ -71,12 +72,7 @@ describe('ModelDeployment and Pod injection', () => {
       startIsolatedCluster({ controllers: true }),
       MooncakeStore.start({ members: 1, memberBytes: 64 << 20, tenants: [] }),
     ]);
-    for (const ns of ['gpustack-system', 'team-a'])
-      await cluster.client.create({
-        apiVersion: 'v1',
-        kind: 'Namespace',
-        metadata: { name: ns },
-      } as KubeObject);
+    for (const ns of ['gpustack-system', 'team-a']) await ensureNamespace(cluster.client, ns);
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
     await cluster.client.create({
       apiVersion: v1,

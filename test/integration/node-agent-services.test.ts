@@ -10,14 +10,8 @@ import type { KubeObject } from '../../src/kube/object.ts';
 import type { Pod } from '../../src/local/node-agent/pod-types.ts';
 import { podDirName } from '../../src/local/node-agent/sandbox.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
-import {
-  createNamespace,
-  isReady,
-  type LocalNodes,
-  podRef,
-  startLocalNodes,
-  untilPod,
-} from '../support/node-agent.ts';
+import { ensureNamespace } from '../support/cluster.ts';
+import { isReady, type LocalNodes, podRef, startLocalNodes, untilPod } from '../support/node-agent.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: test-only access to arbitrary object fields
 type Loose = any;
@@ -33,7 +27,7 @@ describe('the service proxy and the node agent across restarts', () => {
 
   before(async () => {
     nodes = await startLocalNodes();
-    await createNamespace(nodes.client, ns);
+    await ensureNamespace(nodes.client, ns);
   });
   after(async () => {
     await nodes?.stop();

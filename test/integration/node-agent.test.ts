@@ -10,9 +10,9 @@ import type { KubeObject } from '../../src/kube/object.ts';
 import type { Pod } from '../../src/local/node-agent/pod-types.ts';
 import { podDirName } from '../../src/local/node-agent/sandbox.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
+import { ensureNamespace } from '../support/cluster.ts';
 import {
   containerLog,
-  createNamespace,
   isReady,
   type LocalNodes,
   podRef,
@@ -50,7 +50,7 @@ describe('the node agent runs Pods as processes on two local nodes', () => {
 
   before(async () => {
     nodes = await startLocalNodes({ nodeLabels: { 'kvpool-node-2': { 'example.com/zone': 'b' } } });
-    await createNamespace(nodes.client, ns);
+    await ensureNamespace(nodes.client, ns);
     const lease = await nodes.client.get<Loose>({
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',

@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { kubeBinary } from '../../src/local/toolchain.ts';
+import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
@@ -50,11 +51,7 @@ describe('pool and Binding admission, and a master without a tenant ledger', () 
       MooncakeStore.start({ members: 1, memberBytes: 64 * MiB }),
     ]);
     for (const ns of ['gpustack-system', 'ns1', 'ns2']) {
-      await cluster.client.create({
-        apiVersion: 'v1',
-        kind: 'Namespace',
-        metadata: { name: ns },
-      } as KubeObject);
+      await ensureNamespace(cluster.client, ns);
     }
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
     await cluster.client.create(externalBackend('with-ledger', ledger));

@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import type { KVCachePoolBinding } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
+import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
@@ -40,11 +41,7 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
       MooncakeStore.start({ members: 2, memberBytes: 64 * MiB, tenants: [] }),
     ]);
     for (const ns of ['gpustack-system', 'team-a', 'team-b']) {
-      await cluster.client.create({
-        apiVersion: 'v1',
-        kind: 'Namespace',
-        metadata: { name: ns },
-      } as KubeObject);
+      await ensureNamespace(cluster.client, ns);
     }
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
     await cluster.client.create(externalBackend('mooncake-dram', store));

@@ -4,7 +4,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeClient } from '../../src/kube/client.ts';
-import type { KubeObject } from '../../src/kube/object.ts';
 import { ControlPlane } from '../../src/local/control-plane.ts';
 import { defaultImageCatalog } from '../../src/local/node-agent/images.ts';
 import { NodeAgent } from '../../src/local/node-agent/node-agent.ts';
@@ -109,8 +108,4 @@ export function untilPod<T>(
 
 export function isReady(pod: Pod): boolean {
   return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-}
-
-export async function createNamespace(client: KubeClient, name: string): Promise<void> {
-  await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } } as KubeObject);
 }
