@@ -1,7 +1,6 @@
 // The managed backend's children, pinned as golden files: the exact intent the operator applies.
 // Regenerate after an intended change with UPDATE_GOLDEN=1 and review the diff.
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { KVCacheBackendSpec, MemberGroup } from '../../src/api/kvcache-backend.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
@@ -16,6 +15,7 @@ import {
   renderMemberDaemonSet,
 } from '../../src/controllers/backend/render-members.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
+import { goldenTests } from './golden.ts';
 
 const goldenDir = new URL('./golden/backend/', import.meta.url);
 const ctx: BackendRenderContext = {
@@ -136,10 +136,6 @@ const goldens: Record<string, KVCacheBackend> = {
   'lease-addressing': leaseAddressed,
 };
 
-function bytes(value: unknown): string {
-  return `${JSON.stringify(value, null, 2)}\n`;
-}
-
 function workload(obj: KubeObject): Workload {
   return obj as Workload;
 }
@@ -165,23 +161,7 @@ function withGroup(b: KVCacheBackend, change: Partial<MemberGroup>, index = 0): 
 }
 
 describe('backend render goldens', () => {
-  for (const [name, b] of Object.entries(goldens)) {
-    it(`renders ${name} exactly as recorded`, () => {
-      const file = new URL(`${name}.json`, goldenDir);
-      const rendered = bytes(renderBackend(b, ctx));
-      if (process.env.UPDATE_GOLDEN === '1') {
-        mkdirSync(goldenDir, { recursive: true });
-        writeFileSync(file, rendered);
-        return;
-      }
-      assert.equal(rendered, readFileSync(file, 'utf8'), `${name}: rerun with UPDATE_GOLDEN=1 if intended`);
-    });
-  }
-
-  it('renders the same bytes twice', () => {
-    for (const b of Object.values(goldens))
-      assert.equal(bytes(renderBackend(b, ctx)), bytes(renderBackend(b, ctx)));
-  });
+  goldenTests(goldenDir, goldens, (b) => renderBackend(b, ctx));
 });
 
 describe('member pod-spec hash', () => {

@@ -1,7 +1,6 @@
 // A ModelDeployment's Deployments and Services, pinned as golden files: the exact intent the operator
 // applies. Regenerate after an intended change with UPDATE_GOLDEN=1 and review the diff.
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { InstanceTypeSpec } from '../../src/api/instance-type.ts';
 import type { ModelDeploymentRole, ModelDeploymentSpec } from '../../src/api/model-deployment.ts';
@@ -15,6 +14,7 @@ import { scaleQuantity } from '../../src/controllers/modeldeployment/render-reso
 import type { CacheConnection } from '../../src/inject/types.ts';
 import { sha256Hex } from '../../src/kube/canonical-json.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
+import { goldenTests } from './golden.ts';
 
 const goldenDir = new URL('./golden/modeldeployment/', import.meta.url);
 
@@ -132,10 +132,6 @@ const goldens: Record<string, [ModelDeployment, ModelDeploymentRenderContext]> =
   'take-over': [takeOver, ctx(teamA)],
 };
 
-function bytes(value: unknown): string {
-  return `${JSON.stringify(value, null, 2)}\n`;
-}
-
 function template(m: ModelDeployment, c: ModelDeploymentRenderContext, index = 0): Template {
   return (renderModelDeployment(m, c).deployments[index] as Workload).spec.template;
 }
@@ -150,23 +146,7 @@ function after(argv: string[], flag: string): string | undefined {
 }
 
 describe('ModelDeployment render goldens', () => {
-  for (const [name, [m, c]] of Object.entries(goldens)) {
-    it(`renders ${name} exactly as recorded`, () => {
-      const file = new URL(`${name}.json`, goldenDir);
-      const rendered = bytes(renderModelDeployment(m, c));
-      if (process.env.UPDATE_GOLDEN === '1') {
-        mkdirSync(goldenDir, { recursive: true });
-        writeFileSync(file, rendered);
-        return;
-      }
-      assert.equal(rendered, readFileSync(file, 'utf8'), `${name}: rerun with UPDATE_GOLDEN=1 if intended`);
-    });
-  }
-
-  it('renders the same bytes twice', () => {
-    for (const [m, c] of Object.values(goldens))
-      assert.equal(bytes(renderModelDeployment(m, c)), bytes(renderModelDeployment(m, c)));
-  });
+  goldenTests(goldenDir, goldens, ([m, c]) => renderModelDeployment(m, c));
 });
 
 describe('ModelDeployment workloads', () => {
