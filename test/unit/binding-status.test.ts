@@ -4,8 +4,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { UsedByEntry } from '../../src/api/schema.ts';
 import type { KVCachePoolBinding } from '../../src/api/types.ts';
+import { decideBinding } from '../../src/controllers/pool/binding-status.ts';
 import { planLedger } from '../../src/controllers/pool/plan.ts';
-import { decideBinding, type MasterReport } from '../../src/controllers/pool/status.ts';
+import type { MasterReport } from '../../src/controllers/pool/status.ts';
 import type { LedgerFailure } from '../../src/store/tenant-ledger.ts';
 import { binding, conditionOf, figures, messageOf, pool, report } from './kvcache-builders.ts';
 

@@ -12,10 +12,11 @@ import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../backe
 import { byBackend } from '../backend/watches.ts';
 import { mergeConditions } from '../conditions.ts';
 import type { OperatorContext } from '../context.ts';
+import { decideBinding } from './binding-status.ts';
 import { executeLedger, type LedgerOutcome } from './ledger.ts';
 import { domainOf, planLedger } from './plan.ts';
 import { renderSeedConfigMap } from './seed-policy.ts';
-import { type Decision, decideBinding, decidePool, type MasterReport } from './status.ts';
+import { type Decision, decidePool, type MasterReport } from './status.ts';
 import {
   byBindingRef,
   byPool,
