@@ -155,6 +155,11 @@ describe('KVCacheBackend admission through the real apiserver', () => {
         name: 'kv-cache-backend-image',
         namespace: 'gpustack-system',
       });
+      // The next tests rely on the default image again: wait until the webhook sees the Setting gone.
+      await waitFor(() => (operator.ctx.settings.get('kv-cache-backend-image') !== '' ? true : undefined), {
+        what: 'the Setting’s deletion to reach the webhook',
+        timeoutMs: 5000,
+      });
     }
   });
 
