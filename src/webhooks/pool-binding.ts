@@ -1,10 +1,11 @@
-// Admission of KVCachePool and KVCachePoolBinding, reading pools, backends and Bindings from the
-// operator's caches (a cache miss on a create re-reads the apiserver before refusing).
+// Admission of KVCachePool and KVCachePoolBinding, reading pools and backends from the operator's
+// caches (a cache miss on a create re-reads the apiserver before refusing); a created Binding's
+// siblings are read from the apiserver itself.
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
 import { byBackend } from '../controllers/backend/watches.ts';
 import type { OperatorContext } from '../controllers/context.ts';
 import { workerApiVersion } from '../controllers/context.ts';
-import { byPool, type PoolInformers } from '../controllers/pool/watches.ts';
+import type { PoolInformers } from '../controllers/pool/watches.ts';
 import { type AdmissionHandler, allow } from '../kube/webhook-server.ts';
 import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';
@@ -42,6 +43,27 @@ async function findBackend(
   );
 }
 
+/**
+ * Every Binding on a backend's pools, read from the apiserver: a domain's uniqueness is judged on
+ * create, and the cache may not yet hold a Binding created a moment before.
+ */
+async function bindingsOnBackend(
+  ctx: OperatorContext,
+  i: PoolInformers,
+  backend: string,
+): Promise<KVCachePoolBinding[]> {
+  const [pools, bindings] = await Promise.all([
+    ctx.client.list<KVCachePool>({ apiVersion: workerApiVersion, kind: 'KVCachePool' }),
+    ctx.client.list<KVCachePoolBinding>({ apiVersion: workerApiVersion, kind: 'KVCachePoolBinding' }),
+  ]);
+  const onBackend = new Set(
+    [...pools.items, ...i.pools.byIndex(byBackend, backend)]
+      .filter((p) => p.spec.backends.includes(backend))
+      .map((p) => p.metadata.name),
+  );
+  return bindings.items.filter((x) => onBackend.has(x.spec.poolRef.name));
+}
+
 export function poolAdmission(ctx: OperatorContext, i: PoolInformers): AdmissionHandler {
   return async (req) => {
     if (req.operation !== 'CREATE') return allow();
@@ -63,14 +85,7 @@ export function bindingAdmission(ctx: OperatorContext, i: PoolInformers): Admiss
       }));
     const backendName = pool?.spec.backends[0];
     const backend = backendName ? await findBackend(ctx, i, backendName) : undefined;
-    const siblings = backendName
-      ? i.pools
-          .byIndex(byBackend, backendName)
-          .flatMap((p) => i.bindings.byIndex(byPool, p.metadata.name!))
-          .filter(
-            (s) => !(s.metadata.namespace === b.metadata.namespace && s.metadata.name === b.metadata.name),
-          )
-      : [];
+    const siblings = backend && !old ? await bindingsOnBackend(ctx, i, backendName!) : [];
     const findings = validateBinding(b, old, {
       pool,
       backend,
