@@ -86,14 +86,15 @@ export class StoreWatcher {
    * follows its master as it moves). True when the subscription to `address` is new.
    */
   follow(id: string, address: string | undefined, onChange: () => void): boolean {
-    let fresh = address !== undefined;
-    for (const [a, w] of [...this.watched]) {
-      if (!w.subscribers.has(id)) continue;
-      if (a === address) fresh = false;
-      else this.unwatch(a, id);
-    }
+    const fresh = address !== undefined && !this.watched.get(address)?.subscribers.has(id);
+    for (const [a, w] of [...this.watched]) if (a !== address && w.subscribers.has(id)) this.unwatch(a, id);
     if (address !== undefined) this.watch(address, id, onChange);
     return fresh;
+  }
+
+  /** Drops every subscription of `id`. */
+  unfollow(id: string): void {
+    for (const [a, w] of [...this.watched]) if (w.subscribers.has(id)) this.unwatch(a, id);
   }
 
   latest(address: string): StoreObservation | undefined {

@@ -2,7 +2,6 @@
 // caches (a cache miss on a create re-reads the apiserver before refusing); a created Binding's
 // siblings are read from the apiserver itself.
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
-import { byBackend } from '../controllers/backend/watches.ts';
 import type { OperatorContext } from '../controllers/context.ts';
 import { workerApiVersion } from '../controllers/context.ts';
 import type { PoolInformers } from '../controllers/pool/watches.ts';
@@ -47,19 +46,13 @@ async function findBackend(
  * Every Binding on a backend's pools, read from the apiserver: a domain's uniqueness is judged on
  * create, and the cache may not yet hold a Binding created a moment before.
  */
-async function bindingsOnBackend(
-  ctx: OperatorContext,
-  i: PoolInformers,
-  backend: string,
-): Promise<KVCachePoolBinding[]> {
+async function bindingsOnBackend(ctx: OperatorContext, backend: string): Promise<KVCachePoolBinding[]> {
   const [pools, bindings] = await Promise.all([
     ctx.client.list<KVCachePool>({ apiVersion: workerApiVersion, kind: 'KVCachePool' }),
     ctx.client.list<KVCachePoolBinding>({ apiVersion: workerApiVersion, kind: 'KVCachePoolBinding' }),
   ]);
   const onBackend = new Set(
-    [...pools.items, ...i.pools.byIndex(byBackend, backend)]
-      .filter((p) => p.spec.backends.includes(backend))
-      .map((p) => p.metadata.name),
+    pools.items.filter((p) => p.spec.backends.includes(backend)).map((p) => p.metadata.name),
   );
   return bindings.items.filter((x) => onBackend.has(x.spec.poolRef.name));
 }
@@ -85,7 +78,7 @@ export function bindingAdmission(ctx: OperatorContext, i: PoolInformers): Admiss
       }));
     const backendName = pool?.spec.backends[0];
     const backend = backendName ? await findBackend(ctx, i, backendName) : undefined;
-    const siblings = backend && !old ? await bindingsOnBackend(ctx, i, backendName!) : [];
+    const siblings = backend && !old ? await bindingsOnBackend(ctx, backendName!) : [];
     const findings = validateBinding(b, old, {
       pool,
       backend,

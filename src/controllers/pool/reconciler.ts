@@ -59,7 +59,7 @@ export class PoolReconciler {
     const pools = this.informers.pools.byIndex(byBackend, key);
     const bindings = pools.flatMap((p) => this.informers.bindings.byIndex(byPool, p.metadata.name!));
     if (pools.length === 0 && !backend) {
-      this.ctx.store.follow(`pool/${key}`, undefined, () => {});
+      this.ctx.store.unfollow(`pool/${key}`);
       return undefined;
     }
     // Locked before anything is written to the master, so no ledger entry outlives its Binding.
