@@ -183,7 +183,9 @@ describe('the service proxy and the node agent across restarts', () => {
             return false;
           }
         });
-    assert.equal(sleeping().length, 1);
+    // Ready follows the launch marker the script writes just before it execs the command, so the
+    // process may still carry the script's name for a moment.
+    await until('the Pod’s process to run its command', () => (sleeping().length === 1 ? true : undefined));
     await nodes.restartAgent(async () => {
       assert.deepEqual(sleeping(), [], 'stopping the node agent stops its Pods’ processes');
       const left = await nodes.client.get<Pod>(podRef(ns, 'survivor'));
