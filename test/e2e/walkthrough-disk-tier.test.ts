@@ -184,19 +184,23 @@ describe('Step 5: the local disk tier on the local cluster', () => {
     );
     assert.equal(conditionOf(b, 'TierWasEmpty')?.reason, 'PreexistingContent');
     assert.match(conditionOf(b, 'TierWasEmpty')!.message, /kvpool-node-1: 1/);
-    const events = await eventually('the Warning event', async () => {
-      const out = await e.kubectl([
-        'get',
-        'events',
-        '-A',
-        '--field-selector',
-        'reason=KVCacheTierNotEmpty',
-        '-o',
-        'jsonpath={range .items[*]}{.type} {.involvedObject.name} {.count}{"\\n"}{end}',
-      ]);
-      return out.trim() ? out.trim() : undefined;
-    });
+    const warnings = async () =>
+      (
+        await e.kubectl([
+          'get',
+          'events',
+          '-A',
+          '--field-selector',
+          'reason=KVCacheTierNotEmpty',
+          '-o',
+          'jsonpath={range .items[*]}{.type} {.involvedObject.name} {.count}{"\\n"}{end}',
+        ])
+      ).trim();
+    const events = await eventually('the Warning event', async () => (await warnings()) || undefined);
     assert.deepEqual(events.split('\n'), ['Warning disk-dirty 1'], 'one Warning event on the backend');
+    // The decision is written once: later passes neither repeat the event nor count it up.
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.equal(await warnings(), events, 'still one event, counted once');
   });
 
   it('shows a missing directory as a MembersMounted shortfall with the kubelet’s reason', async () => {

@@ -130,7 +130,11 @@ describe('the service proxy and the node agent across restarts', () => {
       const ep = eps.find((e: Loose) => e.targetRef?.name === gone!.metadata.name);
       return ep && ep.conditions.ready === false ? true : undefined;
     });
-    await new Promise((r) => setTimeout(r, 300));
+    // The proxy learns it from its own EndpointSlice watch: wait for a run of answers from the other.
+    await until('20 answers in a row from the remaining backend', () => {
+      const r = responses();
+      return r.length >= 20 && r.slice(-20).every((n) => n === stays!.metadata.name) ? true : undefined;
+    });
     writeFileSync(join(out, 'responses'), '');
     const later = await until('20 more responses', () =>
       responses().length >= 20 ? responses() : undefined,

@@ -146,8 +146,8 @@ describe('the node agent runs Pods as processes on two local nodes', () => {
                 command: [
                   'sh',
                   '-c',
-                  'while [ ! -s /shared/ip ]; do sleep 0.1; done; echo "peer wrote $(cat /shared/ip)"; ' +
-                    'echo $(POD_NAME) > /kvpool-node-data/$(POD_NAME); exec sleep 1000',
+                  'while [ ! -s /shared/ip ]; do sleep 0.1; done; echo $(POD_NAME) > /kvpool-node-data/$(POD_NAME); ' +
+                    'echo "peer wrote $(cat /shared/ip)"; exec sleep 1000',
                 ],
                 env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
                 volumeMounts: [
@@ -172,8 +172,11 @@ describe('the node agent runs Pods as processes on two local nodes', () => {
       assert.match(ip, /^198\.1[89]\.\d+\.\d+$/);
       assert.ok(testNodes.includes(pod.spec.nodeName!));
       const out = volumeDir(pod, 'out');
+      // `node` is the writer's last file; the shell creates it before echo fills it.
       await until('the writer to fill the emptyDir', () =>
-        existsSync(join(out, 'node')) ? true : undefined,
+        existsSync(join(out, 'node')) && readFileSync(join(out, 'node'), 'utf8').endsWith('\n')
+          ? true
+          : undefined,
       );
       assert.equal(readFileSync(join(out, 'ip'), 'utf8').trim(), ip);
       assert.equal(readFileSync(join(out, 'node'), 'utf8').trim(), pod.spec.nodeName);
@@ -397,7 +400,10 @@ describe('the node agent runs Pods as processes on two local nodes', () => {
     });
     assert.equal(event.type, 'Warning');
     assert.match(event.message, /hostPath type check failed: \/var\/lib\/kvpool-models is not a directory/);
-    const pending = await nodes.client.get<Pod>(podRef(ns, 'needs-dir'));
+    // The Event and the Pod status are written independently: wait for the status too.
+    const pending = await untilPod(nodes, ns, 'needs-dir', 'its container waiting', (p) =>
+      p.status?.containerStatuses?.[0]?.state.waiting ? p : undefined,
+    );
     assert.equal(pending.status!.phase, 'Pending');
     assert.equal(pending.status!.containerStatuses?.[0]?.state.waiting?.reason, 'ContainerCreating');
     mkdirSync(join(nodes.agent.nodeRoot('kvpool-node-1'), 'var/lib/kvpool-models'), { recursive: true });
