@@ -131,11 +131,12 @@ export class KubeClient {
     return this.request<ObjectList<T>>('GET', await this.resources.collectionPath(ref), { query });
   }
 
-  async create<T extends KubeObject>(obj: T): Promise<T> {
+  /** Creates; with dryRun the apiserver admits and validates the object but stores nothing. */
+  async create<T extends KubeObject>(obj: T, options: { dryRun?: boolean } = {}): Promise<T> {
     return this.request<T>(
       'POST',
       await this.resources.collectionPath({ ...refOf(obj), namespace: obj.metadata.namespace ?? 'default' }),
-      { body: obj },
+      { body: obj, ...(options.dryRun ? { query: { dryRun: 'All' } } : {}) },
     );
   }
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { settingDefaults } from '../api/setting.ts';
 import { KubeClient } from '../kube/client.ts';
 import type { KubeObject } from '../kube/object.ts';
+import { awaitAdmissionInForce } from '../webhooks/in-force.ts';
 import { ControlPlane } from './control-plane.ts';
 import { installCrds } from './install-crds.ts';
 import { defaultImageCatalog, type ImageCatalog } from './node-agent/images.ts';
@@ -186,15 +187,12 @@ export class LocalCluster {
       async () => {
         operator.assertRunning();
         const res = await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined);
-        const config = await this.client.find({
-          apiVersion: 'admissionregistration.k8s.io/v1',
-          kind: 'MutatingWebhookConfiguration',
-          name: 'kvpool-mutation',
-        });
-        return res?.ok && config ? true : undefined;
+        return res?.ok ? true : undefined;
       },
       { what: `the operator to be ready (log: ${operator.logFile})`, timeoutMs: 60_000 },
     );
+    // Ready means bad input is refused: wait until the apiserver calls the operator's webhooks.
+    await awaitAdmissionInForce(this.client, 30_000);
   }
 
   async stop(): Promise<void> {

@@ -6,6 +6,7 @@ import type { KVCacheBackend } from '../../src/api/types.ts';
 import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
+import { admissionNotInForce } from '../../src/webhooks/in-force.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
@@ -61,15 +62,24 @@ describe('KVCacheBackend admission through the real apiserver', () => {
     for (const s of says) assert.ok(err.message.includes(s), `message lacks "${s}": ${err.message}`);
   };
   const fresh = () => `b${++n}`;
+  let notInForceBefore: string[] = [];
 
   before(async () => {
     cluster = await startIsolatedCluster();
     await ensureNamespace(cluster.client, 'gpustack-system');
+    notInForceBefore = await admissionNotInForce(cluster.client);
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
   });
   after(async () => {
     await operator?.stop();
     await cluster?.stop();
+  });
+
+  it('tells when the apiserver calls the webhooks: neither before the operator, both once it is up', async () => {
+    assert.deepEqual(notInForceBefore, ['validating', 'mutating']);
+    assert.deepEqual(await admissionNotInForce(cluster.client), []);
+    const probes = await cluster.client.list({ apiVersion: v1, kind: 'KVCacheBackend' });
+    assert.deepEqual(probes.items, [], 'the probes are dry runs: nothing is stored');
   });
 
   it('refuses leader extraArgs the operator derives or that break the store, one reason each', async () => {

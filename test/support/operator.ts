@@ -3,6 +3,7 @@
 import { KubeClient } from '../../src/kube/client.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { type RunningOperator, startOperator } from '../../src/operator.ts';
+import { awaitAdmissionInForce } from '../../src/webhooks/in-force.ts';
 
 export interface InProcessOperator extends RunningOperator {
   client: KubeClient;
@@ -30,6 +31,8 @@ export async function startOperatorInProcess(
         }
       : {}),
   });
+  // The apiserver loads the webhook configurations through its own watch: wait until it calls them.
+  if (options.webhooks) await awaitAdmissionInForce(client, 30_000);
   return {
     ...running,
     client,

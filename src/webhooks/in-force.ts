@@ -1,0 +1,68 @@
+// Whether the apiserver routes admission to this operator yet. The apiserver loads webhook
+// configurations through its own watch, so one just applied is not in force at once: a dry-run create
+// of an object each configuration refuses tells when it is (nothing is stored).
+
+import { injectLabel } from '../inject/types.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { ApiError } from '../kube/errors.ts';
+import type { KubeObject } from '../kube/object.ts';
+import { waitFor } from '../local/wait-for.ts';
+
+const probes: { configuration: string; object: KubeObject; refusal: string }[] = [
+  {
+    configuration: 'validating',
+    object: {
+      apiVersion: 'worker.gpustack.ai/v1',
+      kind: 'KVCacheBackend',
+      metadata: { name: 'kvpool-admission-probe' },
+      spec: {
+        connection: {
+          managed: {
+            leader: { extraArgs: ['-rpc_port=1'] },
+            members: [
+              { nodeSelector: { 'kubernetes.io/os': 'linux' }, medium: 'DRAM', capacityPerMember: '1Gi' },
+            ],
+          },
+        },
+      },
+    } as KubeObject,
+    refusal: 'kvcachebackends.worker.gpustack.ai',
+  },
+  {
+    configuration: 'mutating',
+    object: {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'kvpool-admission-probe', namespace: 'default', labels: { [injectLabel]: 'true' } },
+      spec: { containers: [{ name: 'probe', image: 'probe' }] },
+    } as KubeObject,
+    refusal: 'KV cache injection',
+  },
+];
+
+/** The configurations the apiserver does not yet call (empty once admission is in force). */
+export async function admissionNotInForce(client: KubeClient): Promise<string[]> {
+  const missing: string[] = [];
+  for (const probe of probes) {
+    const refused = await client.create(probe.object, { dryRun: true }).then(
+      () => false,
+      (err: unknown) => err instanceof ApiError && err.message.includes(probe.refusal),
+    );
+    if (!refused) missing.push(probe.configuration);
+  }
+  return missing;
+}
+
+/** Waits until the apiserver calls both webhook configurations. */
+export async function awaitAdmissionInForce(client: KubeClient, timeoutMs: number): Promise<void> {
+  let missing: string[] = [];
+  await waitFor(
+    async () => {
+      missing = await admissionNotInForce(client);
+      return missing.length === 0 ? true : undefined;
+    },
+    { what: 'the apiserver to call the admission webhooks', timeoutMs },
+  ).catch((err: unknown) => {
+    throw new Error(`${err instanceof Error ? err.message : err} (not yet called: ${missing.join(', ')})`);
+  });
+}
