@@ -1,6 +1,8 @@
 // The webhook's own certificate authority and serving certificate, kept in a Secret so every replica
-// serves the same pair. Certificates are rotated before they expire, the CA bundle is patched into the
-// webhook configurations, and each replica picks up a new pair without a restart.
+// serves the same pair. Certificates are rotated before they expire (a new CA in two steps, see
+// cert-rotation.ts), the CA bundle is patched into the webhook configurations, and each replica picks
+// up a new pair without a restart.
+import { planRotation } from './cert-rotation.ts';
 import type { KubeClient } from './client.ts';
 import { ApiError } from './errors.ts';
 import { log } from './log.ts';
@@ -23,8 +25,10 @@ export interface WebhookCertOptions {
   mutatingConfigurations?: string[];
   caValidDays?: number;
   servingValidDays?: number;
-  /** Rotate the serving certificate when less than this fraction of its life remains. */
+  /** Rotate a certificate when less than this fraction of its life remains. */
   rotateAtRemainingFraction?: number;
+  /** How long a new CA is in the published bundle before it signs the serving certificate. */
+  caPropagationMs?: number;
 }
 
 interface Bundle {
@@ -32,6 +36,8 @@ interface Bundle {
   caKey: string;
   /** The previous CA, trusted until it expires so in-flight clients keep working during a CA rotation. */
   previousCaCert?: string;
+  /** A new CA already in the published bundle, not yet signing; `since` is when it was staged. */
+  stagedCa?: { certPem: string; keyPem: string; since: number };
   tlsCert: string;
   tlsKey: string;
 }
@@ -52,6 +58,7 @@ export class WebhookCertificates {
       caValidDays: 3650,
       servingValidDays: 365,
       rotateAtRemainingFraction: 1 / 3,
+      caPropagationMs: 5 * 60_000,
       ...options,
     };
   }
@@ -60,9 +67,10 @@ export class WebhookCertificates {
     return this.current && { certPem: this.current.tlsCert, keyPem: this.current.tlsKey };
   }
 
-  /** The PEM bundle clients must trust: the current CA and, during a CA rotation, the previous one. */
+  /** The PEM bundle clients must trust: the current CA, a staged one, and the previous one. */
   get caBundle(): string | undefined {
-    return this.current && [this.current.caCert, this.current.previousCaCert].filter(Boolean).join('');
+    const c = this.current;
+    return c && [c.caCert, c.stagedCa?.certPem, c.previousCaCert].filter(Boolean).join('');
   }
 
   /**
@@ -109,37 +117,73 @@ export class WebhookCertificates {
     const tlsCert = unb64(d['tls.crt']);
     const tlsKey = unb64(d['tls.key']);
     if (!caCert || !caKey || !tlsCert || !tlsKey) return undefined;
-    return { caCert, caKey, tlsCert, tlsKey, previousCaCert: unb64(d['ca-previous.crt']) };
-  }
-
-  private dueForRenewal(certPem: string, validDays: number, now: number): boolean {
-    const remaining = certificateNotAfter(certPem).getTime() - now;
-    return remaining < validDays * 86_400_000 * this.options.rotateAtRemainingFraction;
+    const stagedCert = unb64(d['ca-staged.crt']);
+    const stagedKey = unb64(d['ca-staged.key']);
+    const stagedSince = Date.parse(unb64(d['ca-staged-since']) ?? '');
+    return {
+      caCert,
+      caKey,
+      tlsCert,
+      tlsKey,
+      previousCaCert: unb64(d['ca-previous.crt']),
+      // A staged CA with an unreadable time counts as just staged: it waits a full period again.
+      ...(stagedCert && stagedKey
+        ? {
+            stagedCa: {
+              certPem: stagedCert,
+              keyPem: stagedKey,
+              since: Number.isNaN(stagedSince) ? Date.now() : stagedSince,
+            },
+          }
+        : {}),
+    };
   }
 
   private async renewIfDue(bundle: Bundle | undefined, now: number): Promise<Bundle | undefined> {
     const o = this.options;
-    const caDue = !bundle || this.dueForRenewal(bundle.caCert, o.caValidDays, now);
-    const servingDue = caDue || !bundle || this.dueForRenewal(bundle.tlsCert, o.servingValidDays, now);
-    if (!servingDue) return undefined;
-    const ca = caDue
-      ? await createCertificateAuthority('kvpool-webhook-ca', o.caValidDays)
-      : loadCertificateAuthority({ certPem: bundle!.caCert, keyPem: bundle!.caKey });
-    const serving = await ca.issue({
-      commonName: o.hosts[0] ?? 'kvpool-webhook',
-      hosts: o.hosts,
-      usage: 'server',
-      validDays: o.servingValidDays,
-    });
-    const previousCaCert = caDue ? bundle?.caCert : bundle?.previousCaCert;
+    const plan = planRotation(
+      bundle && {
+        caNotAfter: certificateNotAfter(bundle.caCert).getTime(),
+        servingNotAfter: certificateNotAfter(bundle.tlsCert).getTime(),
+        ...(bundle.stagedCa ? { stagedCaSince: bundle.stagedCa.since } : {}),
+      },
+      now,
+      o,
+    );
+    if (plan.ca === 'keep' && !plan.serving) return undefined;
+    const newCa = async () => createCertificateAuthority('kvpool-webhook-ca', o.caValidDays);
+    let signing = bundle && { certPem: bundle.caCert, keyPem: bundle.caKey };
+    let previousCaCert = bundle?.previousCaCert;
+    let stagedCa = bundle?.stagedCa;
+    if (plan.ca === 'replace' || plan.ca === 'promote') {
+      previousCaCert = bundle?.caCert ?? previousCaCert;
+      signing = plan.ca === 'promote' ? stagedCa! : await newCa();
+      stagedCa = undefined;
+    } else if (plan.ca === 'stage') {
+      stagedCa = { ...(await newCa()), since: now };
+    }
+    const serving = plan.serving
+      ? await loadCertificateAuthority(signing!).issue({
+          commonName: o.hosts[0] ?? 'kvpool-webhook',
+          hosts: o.hosts,
+          usage: 'server',
+          validDays: o.servingValidDays,
+        })
+      : { certPem: bundle!.tlsCert, keyPem: bundle!.tlsKey };
     const previousStillValid = previousCaCert && certificateNotAfter(previousCaCert).getTime() > now;
-    log.info({ secret: o.secretName, rotatedCa: caDue }, 'issued a new webhook serving certificate');
+    log.info(
+      { secret: o.secretName, ca: plan.ca, renewedServing: plan.serving },
+      'rotated webhook certificates',
+    );
     return {
-      caCert: ca.certPem,
-      caKey: ca.keyPem,
+      caCert: signing!.certPem,
+      caKey: signing!.keyPem,
       tlsCert: serving.certPem,
       tlsKey: serving.keyPem,
       ...(previousStillValid ? { previousCaCert } : {}),
+      ...(stagedCa
+        ? { stagedCa: { certPem: stagedCa.certPem, keyPem: stagedCa.keyPem, since: stagedCa.since } }
+        : {}),
     };
   }
 
@@ -150,6 +194,13 @@ export class WebhookCertificates {
       'tls.crt': b64(bundle.tlsCert),
       'tls.key': b64(bundle.tlsKey),
       ...(bundle.previousCaCert ? { 'ca-previous.crt': b64(bundle.previousCaCert) } : {}),
+      ...(bundle.stagedCa
+        ? {
+            'ca-staged.crt': b64(bundle.stagedCa.certPem),
+            'ca-staged.key': b64(bundle.stagedCa.keyPem),
+            'ca-staged-since': b64(new Date(bundle.stagedCa.since).toISOString()),
+          }
+        : {}),
     };
     const body: Secret = {
       ...this.secretRef(),

@@ -1,14 +1,16 @@
 // A validating webhook served by the runtime refuses a create through the real apiserver, and keeps
-// refusing across a serving-certificate rotation and a CA rotation, without a restart.
+// refusing across a serving-certificate rotation and a two-step CA rotation, without a restart.
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { connect } from 'node:tls';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 import { ApiError } from '../../src/kube/errors.ts';
+import { createCertificateAuthority, loadCertificateAuthority } from '../../src/kube/pki.ts';
 import { WebhookCertificates } from '../../src/kube/webhook-certs.ts';
 import { allow, deny, WebhookServer } from '../../src/kube/webhook-server.ts';
 import { freePort } from '../../src/local/ports.ts';
-import { ensureNamespace, testClient, uniqueName } from '../support/cluster.ts';
+import { ensureNamespace, testClient, uniqueName, until } from '../support/cluster.ts';
 
 const ns = 'webhook-test';
 const day = 86_400_000;
@@ -27,32 +29,53 @@ describe('validating webhook through the real apiserver', () => {
   let client: KubeClient;
   let certs: WebhookCertificates;
   const server = new WebhookServer();
+  // A second webhook in the same configuration, served with a certificate of the test's choosing:
+  // it shows which CAs the apiserver trusts at a given moment.
+  const probe = new WebhookServer();
   const configName = uniqueName('kvpool-test-webhook');
   const secretName = uniqueName('webhook-certs');
   let port: number;
+  let probePort: number;
 
-  const createRefused = async () => {
-    const err = await client
+  const createLabelled = (label: string) =>
+    client
       .create({
         apiVersion: 'v1',
         kind: 'ConfigMap',
-        metadata: { name: uniqueName('refused'), namespace: ns, labels: { 'kvpool.test/refuse': 'true' } },
+        metadata: { name: uniqueName('refused'), namespace: ns, labels: { [label]: 'true' } },
       } as KubeObject)
       .then(
-        () => assert.fail('the apiserver accepted a ConfigMap the webhook refuses'),
+        () => assert.fail(`the apiserver accepted a ConfigMap labelled ${label}`),
         (e: unknown) => e,
       );
+  const createRefused = async () => {
+    const err = await createLabelled('kvpool.test/refuse');
     assert.ok(err instanceof ApiError, String(err));
     assert.match(
       err.message,
       /metadata\.labels\[kvpool\.test\/refuse\]: refused by the test webhook: remove the label/,
     );
   };
+  const probeAnswer = async () => {
+    const err = await createLabelled('kvpool.test/probe');
+    return err instanceof Error ? err.message : String(err);
+  };
+  const secretPem = async (key: string) => {
+    const secret = await client.get<KubeObject & { data: Record<string, string> }>({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      namespace: ns,
+      name: secretName,
+    });
+    return secret.data[key] && Buffer.from(secret.data[key], 'base64').toString();
+  };
 
   before(async () => {
     client = await testClient();
     await ensureNamespace(client, ns);
     port = await freePort();
+    probePort = await freePort();
+    probe.handle('/probe', () => deny('refused by the probe webhook'));
     server.handle('/validate-configmaps', (req) =>
       req.object?.metadata.labels?.['kvpool.test/refuse'] === 'true'
         ? deny('metadata.labels[kvpool.test/refuse]: refused by the test webhook: remove the label')
@@ -75,6 +98,19 @@ describe('validating webhook through the real apiserver', () => {
           admissionReviewVersions: ['v1'],
           timeoutSeconds: 5,
         },
+        {
+          name: 'probe.kvpool.test',
+          clientConfig: { url: `https://127.0.0.1:${probePort}/probe` },
+          rules: [
+            { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] },
+          ],
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+          objectSelector: { matchLabels: { 'kvpool.test/probe': 'true' } },
+          failurePolicy: 'Fail',
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+          timeoutSeconds: 5,
+        },
       ],
     } as KubeObject);
     certs = new WebhookCertificates(client, {
@@ -85,9 +121,12 @@ describe('validating webhook through the real apiserver', () => {
     });
     await certs.ensure();
     await server.start(certs.serving!, port, '127.0.0.1');
+    // The apiserver loads the configuration through its own watch: wait until it calls the webhook.
+    await until('the apiserver to call the test webhook', () => createRefused().then(() => true));
   });
   after(async () => {
     await server.stop();
+    await probe.stop();
     await client?.delete({
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingWebhookConfiguration',
@@ -123,19 +162,60 @@ describe('validating webhook through the real apiserver', () => {
     await createRefused();
   });
 
-  it('keeps working after the CA is rotated (bundle carries old and new CA)', async () => {
-    const oldBundle = certs.caBundle!;
-    assert.equal(await certs.ensure(Date.now() + 3000 * day), true);
-    server.updateCertificate(certs.serving!);
+  it('rotates the CA in two steps: the apiserver trusts the new CA before anything it signed is served', async () => {
+    const oldCa = new X509Certificate((await secretPem('ca.crt'))!);
+    // A CA the apiserver was never given is refused: the probe can tell trusted from not.
+    const stranger = await createCertificateAuthority('stranger');
+    const issueFrom = (ca: { certPem: string; keyPem: string }) =>
+      loadCertificateAuthority(ca).issue({
+        commonName: '127.0.0.1',
+        hosts: ['127.0.0.1'],
+        usage: 'server',
+        validDays: 1,
+      });
+    await probe.start(await issueFrom(stranger), probePort, '127.0.0.1');
+    assert.match(await probeAnswer(), /failed calling webhook "probe\.kvpool\.test".*certificate/s);
+
+    const t = Date.now() + 3000 * day;
+    await certs.ensure(t);
+    const stagedCert = await secretPem('ca-staged.crt');
+    const stagedKey = await secretPem('ca-staged.key');
+    assert.ok(stagedCert && stagedKey, 'a due CA is staged first');
+    const staged = { certPem: stagedCert, keyPem: stagedKey };
     assert.ok(
-      certs.caBundle!.startsWith('-----BEGIN CERTIFICATE-----') && certs.caBundle!.includes(oldBundle),
+      new X509Certificate(certs.serving!.certPem).verify(oldCa.publicKey),
+      'what is served is still signed by the old CA',
     );
+    assert.equal(certs.caBundle, [oldCa.toString(), staged.certPem].join(''), 'the bundle carries both');
+
+    probe.updateCertificate(await issueFrom(staged));
+    await until('the apiserver to trust the staged CA', async () =>
+      (await probeAnswer()).includes('refused by the probe webhook') ? true : undefined,
+    );
+    // (At this simulated time every serving certificate issued today looks expired, so each call
+    // reissues one: from the old CA until the staged one is promoted.)
+    await certs.ensure(t + 60_000);
+    assert.equal(
+      await secretPem('ca-staged.crt'),
+      staged.certPem,
+      'not promoted before the propagation period',
+    );
+    assert.ok(new X509Certificate(certs.serving!.certPem).verify(oldCa.publicKey));
+
+    assert.equal(await certs.ensure(t + 5 * 60_000), true, 'promoted after it');
+    server.updateCertificate(certs.serving!);
+    const promoted = new X509Certificate(staged.certPem);
+    assert.ok(new X509Certificate(certs.serving!.certPem).verify(promoted.publicKey));
+    assert.equal(await secretPem('ca.crt'), staged.certPem);
+    assert.equal(await secretPem('ca-previous.crt'), oldCa.toString());
+    assert.equal(await secretPem('ca-staged.crt'), undefined);
     const config = await client.get<KubeObject & { webhooks: { clientConfig: { caBundle: string } }[] }>({
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingWebhookConfiguration',
       name: configName,
     });
     assert.equal(Buffer.from(config.webhooks[0]!.clientConfig.caBundle, 'base64').toString(), certs.caBundle);
+    // Once, at once: the apiserver already trusted the promoted CA, whichever bundle it holds now.
     await createRefused();
   });
 
