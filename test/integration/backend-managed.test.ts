@@ -5,8 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
-import { ensureNamespace } from '../support/cluster.ts';
+import { ensureNamespace, until } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
 import { seedObjects } from '../support/seed.ts';
@@ -31,8 +30,6 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
         { labelSelector: `app.kubernetes.io/component=${component}` },
       )
     ).items;
-  const until = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000) =>
-    waitFor(probe, { what, timeoutMs, intervalMs: 100 });
   const editBackend = async (edit: (b: KVCacheBackend) => void) => {
     for (;;) {
       const b = await cluster.client.get<KVCacheBackend>({

@@ -9,8 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import type { KubeObject } from '../../src/kube/object.ts';
 import type { Pod } from '../../src/local/node-agent/pod-types.ts';
 import { podDirName } from '../../src/local/node-agent/sandbox.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
-import { ensureNamespace } from '../support/cluster.ts';
+import { ensureNamespace, until } from '../support/cluster.ts';
 import { isReady, type LocalNodes, podRef, startLocalNodes, untilPod } from '../support/node-agent.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: test-only access to arbitrary object fields
@@ -20,8 +19,6 @@ const shell = 'kvpool.local/shell';
 
 describe('the service proxy and the node agent across restarts', () => {
   let nodes: LocalNodes;
-  const until = <T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000) =>
-    waitFor(probe, { what, timeoutMs, intervalMs: 100 });
   const podDir = (pod: Pod) => join(nodes.root, 'pods', podDirName(pod));
   const create = (obj: Loose) => nodes.client.create(obj as KubeObject);
 

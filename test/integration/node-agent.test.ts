@@ -10,7 +10,7 @@ import type { KubeObject } from '../../src/kube/object.ts';
 import type { Pod } from '../../src/local/node-agent/pod-types.ts';
 import { podDirName } from '../../src/local/node-agent/sandbox.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
-import { ensureNamespace } from '../support/cluster.ts';
+import { ensureNamespace, until } from '../support/cluster.ts';
 import {
   containerLog,
   isReady,
@@ -29,8 +29,6 @@ const shell = 'kvpool.local/shell:1.0';
 describe('the node agent runs Pods as processes on two local nodes', () => {
   let nodes: LocalNodes;
   let leaseAtStart: string;
-  const until = <T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000) =>
-    waitFor(probe, { what, timeoutMs, intervalMs: 100 });
   const listPods = async (selector: string) =>
     (
       await nodes.client.list<Pod>(

@@ -9,7 +9,7 @@ import { waitFor } from '../../src/local/wait-for.ts';
 export const until = <T>(
   what: string,
   probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 30_000,
+  timeoutMs = 60_000,
 ) => waitFor(probe, { what, timeoutMs, intervalMs: 100 });
 
 export function testKubeconfig(): string {
