@@ -160,7 +160,8 @@ export class WebhookCertificates {
       signing = plan.ca === 'promote' ? stagedCa! : await newCa();
       stagedCa = undefined;
     } else if (plan.ca === 'stage') {
-      stagedCa = { ...(await newCa()), since: now };
+      const ca = await newCa();
+      stagedCa = { certPem: ca.certPem, keyPem: ca.keyPem, since: now };
     }
     const serving = plan.serving
       ? await loadCertificateAuthority(signing!).issue({
@@ -181,9 +182,7 @@ export class WebhookCertificates {
       tlsCert: serving.certPem,
       tlsKey: serving.keyPem,
       ...(previousStillValid ? { previousCaCert } : {}),
-      ...(stagedCa
-        ? { stagedCa: { certPem: stagedCa.certPem, keyPem: stagedCa.keyPem, since: stagedCa.since } }
-        : {}),
+      ...(stagedCa ? { stagedCa } : {}),
     };
   }
 

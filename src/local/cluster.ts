@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { settingDefaults } from '../api/setting.ts';
 import { KubeClient } from '../kube/client.ts';
 import type { KubeObject } from '../kube/object.ts';
-import { awaitAdmissionInForce } from '../webhooks/in-force.ts';
+import { awaitAdmissionInForce } from './admission-in-force.ts';
 import { ControlPlane } from './control-plane.ts';
 import { installCrds } from './install-crds.ts';
 import { defaultImageCatalog, type ImageCatalog } from './node-agent/images.ts';

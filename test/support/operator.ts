@@ -1,9 +1,9 @@
 // The operator running inside a test process (no leader election), optionally with its admission
 // webhooks served on a loopback port and registered with the apiserver.
 import { KubeClient } from '../../src/kube/client.ts';
+import { awaitAdmissionInForce } from '../../src/local/admission-in-force.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { type RunningOperator, startOperator } from '../../src/operator.ts';
-import { awaitAdmissionInForce } from '../../src/webhooks/in-force.ts';
 
 export interface InProcessOperator extends RunningOperator {
   client: KubeClient;

@@ -6,7 +6,7 @@ import { injectLabel } from '../inject/types.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ApiError } from '../kube/errors.ts';
 import type { KubeObject } from '../kube/object.ts';
-import { waitFor } from '../local/wait-for.ts';
+import { waitFor } from './wait-for.ts';
 
 const probes: { configuration: string; object: KubeObject; refusal: string }[] = [
   {
