@@ -99,7 +99,7 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
           return last !== undefined && Math.abs(last / unit - units) < 0.01 ? last : undefined;
         },
         {
-          what: `${domain} effective of ${units} units (last ${last === undefined ? 'absent' : last / unit})`,
+          what: `${domain} effective of ${units} units`,
           timeoutMs: 5000,
         },
       ).catch((err: unknown) => {
