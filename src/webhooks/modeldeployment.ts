@@ -7,6 +7,7 @@ import { injectLabel } from '../inject/types.ts';
 import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';
 import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';
+import { resolveBinding } from './lookup.ts';
 import { validateModelDeployment } from './modeldeployment-rules.ts';
 import { frozenKeyRefusal, type PodLike, planPodInjection, podAnnotations } from './pod-injection-rules.ts';
 
@@ -42,17 +43,20 @@ export const podFreezeHook: HookSpec = {
   objectSelector: optedIn,
 };
 
-function poolProtocols(i: DeploymentInformers, md: ModelDeployment): string[] | undefined {
+async function poolProtocols(
+  ctx: OperatorContext,
+  i: DeploymentInformers,
+  md: ModelDeployment,
+  namespace: string,
+): Promise<string[] | undefined> {
   const ref = md.spec.kvCache?.poolRef.name;
-  const binding = ref ? i.bindings.get(ref, md.metadata.namespace) : undefined;
-  const pool = binding ? i.pools.get(binding.spec.poolRef.name) : undefined;
-  const backend = pool ? i.backends.get(pool.spec.backends[0]!) : undefined;
+  const { backend } = ref ? await resolveBinding(ctx, i, ref, namespace) : {};
   const groups = backend?.spec.connection.managed?.members;
   return groups && [...new Set(groups.map((g) => storeProtocol(effectiveProtocol(backend!, g))))];
 }
 
 export function modelDeploymentAdmission(ctx: OperatorContext, i: DeploymentInformers): AdmissionHandler {
-  return (req) => {
+  return async (req) => {
     const md = req.object as ModelDeployment;
     const findings = validateModelDeployment(
       md,
@@ -60,7 +64,7 @@ export function modelDeploymentAdmission(ctx: OperatorContext, i: DeploymentInfo
       {
         dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
         instanceTypes: new Map(i.instanceTypes.list().map((t) => [t.metadata.name!, t as InstanceType])),
-        poolProtocols: poolProtocols(i, md),
+        poolProtocols: await poolProtocols(ctx, i, md, req.namespace ?? md.metadata.namespace ?? 'default'),
       },
     );
     return verdictOf(findings);
@@ -68,14 +72,13 @@ export function modelDeploymentAdmission(ctx: OperatorContext, i: DeploymentInfo
 }
 
 export function podInjectionAdmission(ctx: OperatorContext, i: DeploymentInformers): AdmissionHandler {
-  return (req) => {
+  return async (req) => {
     const pod = req.object as unknown as PodLike;
     if (pod.metadata.labels?.[injectLabel] !== 'true') return allow();
     const ns = req.namespace ?? pod.metadata.namespace ?? 'default';
     const name = pod.metadata.annotations?.[podAnnotations.binding];
-    const binding = name && !name.includes('/') ? i.bindings.get(name, ns) : undefined;
-    const pool = binding ? i.pools.get(binding.spec.poolRef.name) : undefined;
-    const backend = pool ? i.backends.get(pool.spec.backends[0]!) : undefined;
+    const { binding, pool, backend } =
+      name && !name.includes('/') ? await resolveBinding(ctx, i, name, ns) : {};
     const verdict = planPodInjection(
       { ...pod, metadata: { ...pod.metadata, namespace: ns } },
       {

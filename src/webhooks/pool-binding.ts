@@ -1,13 +1,13 @@
 // Admission of KVCachePool and KVCachePoolBinding, reading pools and backends from the operator's
-// caches (a cache miss on a create re-reads the apiserver before refusing); a created Binding's
-// siblings are read from the apiserver itself.
-import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
+// caches (see lookup.ts); a created Binding's siblings are read from the apiserver itself.
+import type { KVCachePool, KVCachePoolBinding } from '../api/types.ts';
 import type { OperatorContext } from '../controllers/context.ts';
 import { workerApiVersion } from '../controllers/context.ts';
 import type { PoolInformers } from '../controllers/pool/watches.ts';
 import { type AdmissionHandler, allow } from '../kube/webhook-server.ts';
 import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';
+import { findBackend, findPool } from './lookup.ts';
 import { validateBinding, validatePoolCreate } from './pool-binding-rules.ts';
 
 const rule = (resource: string) => [
@@ -30,17 +30,6 @@ export const bindingHook: HookSpec = {
   rules: rule('kvcachepoolbindings'),
   failurePolicy: 'Fail',
 };
-
-async function findBackend(
-  ctx: OperatorContext,
-  i: PoolInformers,
-  name: string,
-): Promise<KVCacheBackend | undefined> {
-  return (
-    i.backends.get(name) ??
-    (await ctx.client.find<KVCacheBackend>({ apiVersion: workerApiVersion, kind: 'KVCacheBackend', name }))
-  );
-}
 
 /**
  * Every Binding on a backend's pools, read from the apiserver: a domain's uniqueness is judged on
@@ -69,13 +58,7 @@ export function bindingAdmission(ctx: OperatorContext, i: PoolInformers): Admiss
   return async (req) => {
     const b = req.object as KVCachePoolBinding;
     const old = req.operation === 'UPDATE' ? (req.oldObject as KVCachePoolBinding) : undefined;
-    const pool =
-      i.pools.get(b.spec.poolRef.name) ??
-      (await ctx.client.find<KVCachePool>({
-        apiVersion: workerApiVersion,
-        kind: 'KVCachePool',
-        name: b.spec.poolRef.name,
-      }));
+    const pool = await findPool(ctx, i, b.spec.poolRef.name);
     const backendName = pool?.spec.backends[0];
     const backend = backendName ? await findBackend(ctx, i, backendName) : undefined;
     const siblings = backend && !old ? await bindingsOnBackend(ctx, backendName!) : [];

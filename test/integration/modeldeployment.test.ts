@@ -331,4 +331,21 @@ describe('ModelDeployment and Pod injection', () => {
     );
     assert.ok(live.metadata.annotations?.['kvcache.gpustack.ai/client-config']);
   });
+
+  // Last in this file: it stops the operator's Binding cache for real, so the cache holds no Binding
+  // created from then on — the state every cache is in for a moment after a create, made to last.
+  it('injects a Pod naming a Binding its cache has not seen yet (admission re-reads the apiserver)', async () => {
+    await operator.ctx.informers.get({ apiVersion: v1, kind: 'KVCachePoolBinding' }).stop();
+    await cluster.client.create(binding('team-a', 'late', 'shared-dram', '8Mi', { name: 'late-v1' }));
+    const created = await cluster.client.create<PodObj>(
+      pod(
+        'late-pod',
+        { 'kvcache.gpustack.ai/inject': 'true' },
+        { 'kvcache.gpustack.ai/binding': 'late', 'kvcache.gpustack.ai/engine': 'vLLM' },
+      ),
+    );
+    const record = JSON.parse(created.metadata.annotations?.['kvcache.gpustack.ai/injected'] ?? '{}');
+    assert.equal(record.domain, 'late-v1');
+    assert.ok(created.spec.containers[0]!.args?.includes('--kv-transfer-config'));
+  });
 });
