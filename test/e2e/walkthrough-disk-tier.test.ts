@@ -240,6 +240,43 @@ describe('Step 5: the local disk tier on the local cluster', () => {
     );
   });
 
+  it('never empties a directory another backend’s tier also uses: a Node event says so instead', async () => {
+    for (const node of e.cluster.nodes)
+      writeFileSync(join(nodeDir(node, '/var/lib/kvcache-root'), 'keep-me'), 'data');
+    await e.cluster.client.create(
+      diskBackend('disk-shared', '/var/lib/kvcache-root', { cleanAfterDelete: true }),
+    );
+    await e.kubectl(['delete', 'kvcb', 'disk-shared', '--timeout=300s']);
+    for (const node of e.cluster.nodes)
+      assert.deepEqual(
+        readdirSync(nodeDir(node, '/var/lib/kvcache-root')),
+        ['keep-me'],
+        `${node}: untouched`,
+      );
+    const events = await eventually('a KVCacheTierSharedPath event on each node', async () => {
+      const out = await e.kubectl([
+        'get',
+        'events',
+        '-A',
+        '--field-selector',
+        'reason=KVCacheTierSharedPath',
+        '-o',
+        'jsonpath={range .items[*]}{.involvedObject.kind}/{.involvedObject.name}: {.message}{"\\n"}{end}',
+      ]);
+      const lines = out.trim().split('\n').filter(Boolean).sort();
+      return lines.length === e.cluster.nodes.length ? lines : undefined;
+    });
+    assert.deepEqual(
+      events,
+      [...e.cluster.nodes]
+        .sort()
+        .map(
+          (n) =>
+            `Node/${n}: /var/lib/kvcache-root of backend disk-shared overlaps backend disk-root's tier; nothing was removed`,
+        ),
+    );
+  });
+
   it('empties the directories on delete with cleanAfterDelete, and leaves them without it', async () => {
     writeFileSync(join(nodeDir('kvpool-node-2', '/var/lib/kvcache'), 'keep-me'), 'data');
     await e.kubectl(['delete', 'kvcb', 'disk-small', '--timeout=300s']);

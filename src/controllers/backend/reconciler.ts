@@ -34,7 +34,7 @@ export class BackendReconciler {
     this.ctx = ctx;
     this.observeIntervalMs = options.observeIntervalMs ?? 15_000;
     this.informers = backendInformers(ctx);
-    this.cleanup = new TierCleanup(ctx, this.informers);
+    this.cleanup = new TierCleanup(ctx);
     this.controller = new Controller({
       name: 'kvcachebackend',
       concurrency: 2,

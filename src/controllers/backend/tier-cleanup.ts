@@ -6,10 +6,9 @@ import { createHash } from 'node:crypto';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { shellQuote } from '../../shell.ts';
-import type { OperatorContext } from '../context.ts';
+import { type OperatorContext, workerApiVersion } from '../context.ts';
 import { groupDisk, managedConnection, resolveImages } from './effective-spec.ts';
 import { backendLabels, backendOwnerReference } from './labels.ts';
-import type { BackendInformers } from './watches.ts';
 
 export const cleanupDeadlineMs = 5 * 60_000;
 
@@ -39,19 +38,24 @@ function podName(backend: string, group: number, node: string): string {
 
 export class TierCleanup {
   private readonly ctx: OperatorContext;
-  private readonly informers: BackendInformers;
   /** Per backend uid: the nodes each group selected when the deletion began. */
   private readonly plans = new Map<string, Job[]>();
 
-  constructor(ctx: OperatorContext, informers: BackendInformers) {
+  constructor(ctx: OperatorContext) {
     this.ctx = ctx;
-    this.informers = informers;
   }
 
   /** Advances the cleanup; done once every node is cleaned, skipped or given up. */
   async run(backend: KVCacheBackend): Promise<{ done: boolean; message: string }> {
     const jobs = await this.plan(backend);
-    for (const job of jobs.filter((j) => !j.outcome)) await this.advance(backend, job);
+    if (jobs.some((j) => !j.outcome)) {
+      // Read live, not from the cache: emptying a directory cannot be undone, and a backend created a
+      // moment ago on the same path may not have reached the cache yet.
+      const backends = (
+        await this.ctx.client.list<KVCacheBackend>({ apiVersion: workerApiVersion, kind: 'KVCacheBackend' })
+      ).items;
+      for (const job of jobs.filter((j) => !j.outcome)) await this.advance(backend, job, backends);
+    }
     const open = jobs.filter((j) => !j.outcome);
     return open.length
       ? { done: false, message: `emptying the tier directory on ${open.map((j) => j.node).join(', ')}` }
@@ -81,9 +85,9 @@ export class TierCleanup {
     return jobs;
   }
 
-  /** Another live backend's tier on a path overlapping this one (re-checked every pass). */
-  private sharedWith(backend: KVCacheBackend, path: string): string | undefined {
-    for (const other of this.informers.backends.list()) {
+  /** Another backend's tier on a path overlapping this one (re-checked every pass). */
+  private sharedWith(backend: KVCacheBackend, path: string, backends: KVCacheBackend[]): string | undefined {
+    for (const other of backends) {
       if (other.metadata.uid === backend.metadata.uid || !other.spec.connection.managed) continue;
       if (
         other.spec.connection.managed.members.some(
@@ -100,10 +104,10 @@ export class TierCleanup {
     await this.ctx.events.record(node, 'Warning', reason, message);
   }
 
-  private async advance(backend: KVCacheBackend, job: Job): Promise<void> {
+  private async advance(backend: KVCacheBackend, job: Job, backends: KVCacheBackend[]): Promise<void> {
     const name = podName(backend.metadata.name!, job.group, job.node);
     const ref = { apiVersion: 'v1', kind: 'Pod', namespace: this.ctx.namespace, name };
-    const shared = this.sharedWith(backend, job.path);
+    const shared = this.sharedWith(backend, job.path, backends);
     if (shared) {
       await this.ctx.client.delete(ref);
       job.outcome = 'skipped';
