@@ -23,6 +23,8 @@ export interface OperatorStartOptions {
   healthPort?: number;
   storePollMs?: number;
   observeIntervalMs?: number;
+  /** How long a node's tier cleanup may take before it is reported and given up (default 5 minutes). */
+  tierCleanupDeadlineMs?: number;
   webhook?: {
     port: number;
     host?: string;
@@ -45,6 +47,7 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
     namespace: o.namespace,
     storePollMs: o.storePollMs,
     observeIntervalMs: o.observeIntervalMs,
+    tierCleanupDeadlineMs: o.tierCleanupDeadlineMs,
   };
   const ctx = buildContext(o.client, settings);
   const server = new WebhookServer();

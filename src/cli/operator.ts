@@ -23,6 +23,7 @@ export async function runOperator(argv: string[]): Promise<number> {
       'health-port': { type: 'string', default: '8081' },
       'store-poll-ms': { type: 'string', default: '1000' },
       'observe-interval-ms': { type: 'string', default: '15000' },
+      'tier-cleanup-deadline-ms': { type: 'string', default: '300000' },
       'webhook-port': { type: 'string', default: '9443' },
       'webhook-host': { type: 'string', default: '0.0.0.0' },
       'webhook-service': { type: 'string', default: 'kvpool-webhook' },
@@ -41,6 +42,7 @@ export async function runOperator(argv: string[]): Promise<number> {
     healthPort: Number(values['health-port']),
     storePollMs: Number(values['store-poll-ms']),
     observeIntervalMs: Number(values['observe-interval-ms']),
+    tierCleanupDeadlineMs: Number(values['tier-cleanup-deadline-ms']),
     ...(values['leader-elect']
       ? {
           leaderElection: {

@@ -15,6 +15,7 @@ export interface OperatorOptions {
   namespace: string;
   storePollMs?: number;
   observeIntervalMs?: number;
+  tierCleanupDeadlineMs?: number;
 }
 
 export function buildContext(client: KubeClient, options: OperatorOptions): OperatorContext {
@@ -31,7 +32,10 @@ export function buildContext(client: KubeClient, options: OperatorOptions): Oper
 
 /** Registers the controllers and every informer they created. */
 export function registerControllers(manager: Manager, ctx: OperatorContext, options: OperatorOptions): void {
-  const backend = new BackendReconciler(ctx, { observeIntervalMs: options.observeIntervalMs });
+  const backend = new BackendReconciler(ctx, {
+    observeIntervalMs: options.observeIntervalMs,
+    tierCleanupDeadlineMs: options.tierCleanupDeadlineMs,
+  });
   manager.addController(backend.controller);
   const pool = new PoolReconciler(ctx);
   manager.addController(pool.controller);

@@ -13,6 +13,7 @@ import { seedText } from '../support/seed.ts';
 import { runStoreClient } from '../support/store-client.ts';
 
 const MiB = 1 << 20;
+const cleanupDeadlineMs = 20_000;
 const ns = 'gpustack-system';
 type Pod = KubeObject & { status?: { podIP?: string; containerStatuses?: { ready?: boolean }[] } };
 
@@ -80,6 +81,9 @@ describe('Step 5: the local disk tier on the local cluster', () => {
   before(async () => {
     e = await startE2ECluster({
       nodeLabels: { 'kvpool-node-1': { kvcache: 'true' }, 'kvpool-node-2': { kvcache: 'true' } },
+      // A short cleanup deadline (5 minutes by default) so a node that never runs its cleanup is
+      // reported within this test.
+      operatorArgs: [`--tier-cleanup-deadline-ms=${cleanupDeadlineMs}`],
     });
   });
   after(() => e?.stop());
@@ -275,6 +279,53 @@ describe('Step 5: the local disk tier on the local cluster', () => {
             `Node/${n}: /var/lib/kvcache-root of backend disk-shared overlaps backend disk-root's tier; nothing was removed`,
         ),
     );
+  });
+
+  it('reports a node that never ran its cleanup and a cleanup that failed part way, as Node events', async () => {
+    // A Node no agent serves (tainted, so no member lands there) stands for a node that is down.
+    const ghost = 'kvpool-node-ghost';
+    await e.cluster.client.create({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: ghost, labels: { kvcache: 'true', 'kubernetes.io/os': 'linux' } },
+      spec: { taints: [{ key: 'kvpool.test/ghost', effect: 'NoSchedule' }] },
+    } as KubeObject);
+    const path = '/var/lib/kvcache-partly';
+    prepare(path);
+    const [one, two] = e.cluster.nodes as [string, string];
+    writeFileSync(join(nodeDir(one, path), 'removable'), 'x');
+    const stuck = join(nodeDir(one, path), 'immutable');
+    writeFileSync(stuck, 'x');
+    // Root cannot delete an immutable file: the cleanup on this node fails part way, for real.
+    execFileSync('chattr', ['+i', stuck]);
+    writeFileSync(join(nodeDir(two, path), 'removable'), 'x');
+    try {
+      await e.cluster.client.create(diskBackend('disk-partly', path, { cleanAfterDelete: true }));
+      await e.kubectl(['delete', 'kvcb', 'disk-partly', '--timeout=300s']);
+      assert.deepEqual(readdirSync(nodeDir(one, path)), ['immutable'], `${one}: all but the immutable file`);
+      assert.deepEqual(readdirSync(nodeDir(two, path)), [], `${two}: emptied`);
+      const events = (
+        await e.kubectl([
+          'get',
+          'events',
+          '-A',
+          '--field-selector',
+          'involvedObject.kind=Node',
+          '-o',
+          'jsonpath={range .items[*]}{.reason} {.involvedObject.name}: {.message}{"\\n"}{end}',
+        ])
+      )
+        .split('\n')
+        .filter((l) => l.includes('disk-partly'))
+        .sort();
+      assert.deepEqual(events, [
+        `KVCacheTierNotCleaned ${ghost}: ${path} for backend disk-partly could not be emptied within 20 s (the node did not run the cleanup); its content remains`,
+        `KVCacheTierPartlyEmptied ${one}: emptying ${path} for backend disk-partly failed part way; some content remains`,
+      ]);
+    } finally {
+      execFileSync('chattr', ['-i', stuck]);
+      await e.cluster.client.delete({ apiVersion: 'v1', kind: 'Node', name: ghost });
+    }
   });
 
   it('empties the directories on delete with cleanAfterDelete, and leaves them without it', async () => {

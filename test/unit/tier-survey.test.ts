@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Pod } from '../../src/controllers/backend/pod-view.ts';
-import { pathsOverlap } from '../../src/controllers/backend/tier-cleanup.ts';
+import { pathsOverlap, spokenDuration } from '../../src/controllers/backend/tier-cleanup.ts';
 import {
   decideTierWasEmpty,
   firstMembers,
@@ -90,5 +90,13 @@ describe('pathsOverlap', () => {
     assert.equal(pathsOverlap('/var/lib/kvcache', '/var/lib/kvcache/a'), true);
     assert.equal(pathsOverlap('/var/lib', '/var/lib/kvcache'), true);
     assert.equal(pathsOverlap('/var/lib/kvcache', '/var/lib/kvcache-2'), false);
+  });
+});
+
+describe('spokenDuration', () => {
+  it('says whole minutes in minutes and anything else in seconds', () => {
+    assert.equal(spokenDuration(5 * 60_000), '5 minutes');
+    assert.equal(spokenDuration(60_000), '1 minute');
+    assert.equal(spokenDuration(8000), '8 s');
   });
 });

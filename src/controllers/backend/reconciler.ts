@@ -18,6 +18,8 @@ import { type BackendInformers, backendInformers, wireBackendWatches } from './w
 export interface BackendControllerOptions {
   /** Safety-net re-observation; store changes arrive sooner through the store watcher. */
   observeIntervalMs?: number;
+  /** How long a node's tier cleanup may take before it is reported and given up. */
+  tierCleanupDeadlineMs?: number;
 }
 
 export class BackendReconciler {
@@ -34,7 +36,7 @@ export class BackendReconciler {
     this.ctx = ctx;
     this.observeIntervalMs = options.observeIntervalMs ?? 15_000;
     this.informers = backendInformers(ctx);
-    this.cleanup = new TierCleanup(ctx);
+    this.cleanup = new TierCleanup(ctx, options.tierCleanupDeadlineMs);
     this.controller = new Controller({
       name: 'kvcachebackend',
       concurrency: 2,

@@ -10,8 +10,6 @@ import { type OperatorContext, workerApiVersion } from '../context.ts';
 import { groupDisk, managedConnection, resolveImages } from './effective-spec.ts';
 import { backendLabels, backendOwnerReference } from './labels.ts';
 
-export const cleanupDeadlineMs = 5 * 60_000;
-
 type Node = KubeObject & { metadata: { labels?: Record<string, string> } };
 type CleanupPod = KubeObject & { status?: { phase?: string } };
 
@@ -29,6 +27,12 @@ export function pathsOverlap(a: string, b: string): boolean {
   return norm(a).startsWith(norm(b)) || norm(b).startsWith(norm(a));
 }
 
+/** "5 minutes", "1 minute", "8 s": the deadline as the events state it. */
+export function spokenDuration(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000} minute${ms === 60_000 ? '' : 's'}`;
+  return `${Math.round(ms / 1000)} s`;
+}
+
 function podName(backend: string, group: number, node: string): string {
   const full = `${backend}-tier-clean-${group}-${node}`;
   return full.length <= 63
@@ -38,11 +42,13 @@ function podName(backend: string, group: number, node: string): string {
 
 export class TierCleanup {
   private readonly ctx: OperatorContext;
+  private readonly deadlineMs: number;
   /** Per backend uid: the nodes each group selected when the deletion began. */
   private readonly plans = new Map<string, Job[]>();
 
-  constructor(ctx: OperatorContext) {
+  constructor(ctx: OperatorContext, deadlineMs = 5 * 60_000) {
     this.ctx = ctx;
+    this.deadlineMs = deadlineMs;
   }
 
   /** Advances the cleanup; done once every node is cleaned, skipped or given up. */
@@ -129,15 +135,16 @@ export class TierCleanup {
         'KVCacheTierPartlyEmptied',
         `emptying ${job.path} for backend ${backend.metadata.name} failed part way; some content remains`,
       );
-    } else if (age > cleanupDeadlineMs) {
+    } else if (age > this.deadlineMs) {
+      const within = spokenDuration(this.deadlineMs);
       job.outcome = phase === 'Running' ? 'partly' : 'not-cleaned';
       await this.ctx.client.delete(ref);
       await this.nodeEvent(
         job,
         phase === 'Running' ? 'KVCacheTierPartlyEmptied' : 'KVCacheTierNotCleaned',
         phase === 'Running'
-          ? `emptying ${job.path} for backend ${backend.metadata.name} did not finish within 5 minutes and was stopped; some content remains`
-          : `${job.path} for backend ${backend.metadata.name} could not be emptied within 5 minutes (the node did not run the cleanup); its content remains`,
+          ? `emptying ${job.path} for backend ${backend.metadata.name} did not finish within ${within} and was stopped; some content remains`
+          : `${job.path} for backend ${backend.metadata.name} could not be emptied within ${within} (the node did not run the cleanup); its content remains`,
       );
     }
   }
