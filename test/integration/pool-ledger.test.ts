@@ -306,4 +306,38 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
       10_000,
     );
   });
+
+  // Last in this file: it stops the operator's ModelDeployment cache for real, so the cache misses a
+  // deployment created from then on — the state a lagging cache is in for a moment, made to last.
+  it('never releases a Binding a ModelDeployment names, even one its cache has not seen', async () => {
+    await operator.ctx.informers.get({ apiVersion: v1, kind: 'ModelDeployment' }).stop();
+    await cluster.client.create({
+      apiVersion: v1,
+      kind: 'ModelDeployment',
+      metadata: { name: 'unseen', namespace: 'team-a' },
+      spec: {
+        model: { name: 'Qwen/Qwen2.5-7B-Instruct' },
+        engine: { name: 'vLLM', version: '0.29.0' },
+        kvCache: { poolRef: { name: 'qwen-fp8' } },
+        roles: [{ name: 'server', instanceType: 'local' }],
+      },
+    } as KubeObject);
+    assert.ok((await ledgerTenants(store)).includes('qwen-fp8-v1'));
+    await cluster.client.delete({
+      apiVersion: v1,
+      kind: 'KVCachePoolBinding',
+      namespace: 'team-a',
+      name: 'qwen-fp8',
+    });
+    // The deletion wakes a pass at once; give it and a few more time to act.
+    await new Promise((r) => setTimeout(r, 3000));
+    const b = await cluster.client.find<KVCachePoolBinding>({
+      apiVersion: v1,
+      kind: 'KVCachePoolBinding',
+      namespace: 'team-a',
+      name: 'qwen-fp8',
+    });
+    assert.ok(b?.metadata.deletionTimestamp, 'the Binding is held, not released');
+    assert.ok((await ledgerTenants(store)).includes('qwen-fp8-v1'), 'and keeps its ledger entry');
+  });
 });

@@ -10,7 +10,7 @@ import { syncChildren } from './children.ts';
 import { leaderName } from './labels.ts';
 import { leaderAdminPort, leaderRpcPort } from './render-leader.ts';
 import { type BackendStatusDecision, decideBackendStatus } from './status.ts';
-import { teardownBackend, teardownPollMs } from './teardown.ts';
+import { backendInUseLive, teardownBackend, teardownPollMs } from './teardown.ts';
 import { TierCleanup } from './tier-cleanup.ts';
 import { buildBackendView, externalAdminAddress, leaseHolder, managedAdminAddress } from './view.ts';
 import { type BackendInformers, backendInformers, wireBackendWatches } from './watches.ts';
@@ -163,7 +163,7 @@ export class BackendReconciler {
 
   private async reconcileDeletion(backend: KVCacheBackend): Promise<ReconcileResult | undefined> {
     const view = buildBackendView(backend, this.ctx, this.informers, {});
-    if (view.usedBy.length === 0) {
+    if (view.usedBy.length === 0 && !(await backendInUseLive(this.ctx.client, backend))) {
       const outcome = await teardownBackend(backend, this.ctx, this.informers, this.warned, this.cleanup);
       if (outcome.done) {
         await this.observe(backend.metadata.name!, undefined);

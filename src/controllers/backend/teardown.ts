@@ -1,10 +1,11 @@
 // Deleting a backend (KV-cache spec §8): held while a pool uses it; then the leader Deployment, its
 // Service and every member DaemonSet this backend owns are deleted, and the finalizer is removed only
 // once their Pods are gone (or, past termination grace + 2 minutes, abandoned with a Warning event).
-import type { KVCacheBackend } from '../../api/types.ts';
+import type { KVCacheBackend, KVCachePool } from '../../api/types.ts';
+import type { KubeClient } from '../../kube/client.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { removeFinalizer } from '../apply.ts';
-import type { OperatorContext } from '../context.ts';
+import { type OperatorContext, workerApiVersion } from '../context.ts';
 import { instanceLabel, ownedByBackend } from './labels.ts';
 import type { TierCleanup } from './tier-cleanup.ts';
 import type { BackendInformers } from './watches.ts';
@@ -22,6 +23,15 @@ function abandoned(pod: PodLike): boolean {
   if (!pod.metadata.deletionTimestamp) return false;
   const grace = (pod.spec?.terminationGracePeriodSeconds ?? 30) * 1000;
   return Date.now() - Date.parse(pod.metadata.deletionTimestamp) > grace + abandonMarginMs;
+}
+
+/**
+ * Whether any pool names the backend, read from the apiserver: tearing the store down (and emptying
+ * its disk tier) cannot be undone, and a pool created a moment ago may not be cached yet.
+ */
+export async function backendInUseLive(client: KubeClient, backend: KVCacheBackend): Promise<boolean> {
+  const pools = await client.list<KVCachePool>({ apiVersion: workerApiVersion, kind: 'KVCachePool' });
+  return pools.items.some((p) => p.spec.backends.includes(backend.metadata.name!));
 }
 
 export async function teardownBackend(

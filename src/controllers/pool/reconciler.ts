@@ -14,6 +14,7 @@ import { mergeConditions } from '../conditions.ts';
 import type { OperatorContext } from '../context.ts';
 import { decideBinding } from './binding-status.ts';
 import { executeLedger, type LedgerOutcome } from './ledger.ts';
+import { heldLive, liveInput, mayRelease, poolInUseLive } from './live-check.ts';
 import { domainOf, planLedger } from './plan.ts';
 import { renderSeedConfigMap } from './seed-policy.ts';
 import { type Decision, decidePool, type MasterReport } from './status.ts';
@@ -57,26 +58,30 @@ export class PoolReconciler {
     if (key === unpooledKey) return this.reconcileUnpooled();
     const backend = this.informers.backends.get(key);
     const pools = this.informers.pools.byIndex(byBackend, key);
-    const bindings = pools.flatMap((p) => this.informers.bindings.byIndex(byPool, p.metadata.name!));
+    let bindings = pools.flatMap((p) => this.informers.bindings.byIndex(byPool, p.metadata.name!));
     if (pools.length === 0 && !backend) {
       this.ctx.store.unfollow(`pool/${key}`);
       return undefined;
     }
-    // Locked before anything is written to the master, so no ledger entry outlives its Binding.
-    for (const o of [...pools, ...bindings])
-      if (!o.metadata.deletionTimestamp) await ensureFinalizer(this.ctx.client, o);
-
     const report: MasterReport = { ledgerOff: false, retained: new Set() };
     const address = this.resolve(key, backend, report);
     this.ctx.store.follow(`pool/${key}`, address, () => this.controller.enqueue(key));
     const registered = new Set(pools.flatMap((p) => (p.status?.domains ?? []).map((d) => d.name)));
-    const input = {
+    let input = {
       pools,
       bindings,
       isHeld: (b: KVCachePoolBinding) => this.usedBy(b).length > 0,
       registered,
     };
     let plan = planLedger({ ...input, ledger: undefined });
+    if (mayRelease(input, plan)) {
+      input = await liveInput(this.ctx.client, input);
+      bindings = input.bindings;
+      plan = planLedger({ ...input, ledger: undefined });
+    }
+    // Locked before anything is written to the master, so no ledger entry outlives its Binding.
+    for (const o of [...pools, ...bindings])
+      if (!o.metadata.deletionTimestamp) await ensureFinalizer(this.ctx.client, o);
     let outcome: LedgerOutcome | undefined;
     if (address && !report.ledgerOff) {
       outcome = await executeLedger(address, input, plan);
@@ -111,7 +116,8 @@ export class PoolReconciler {
       await this.writeStatus(p, d);
       if (
         p.metadata.deletionTimestamp &&
-        d.conditions.find((x) => x.type === 'Releasable')?.status === 'True'
+        d.conditions.find((x) => x.type === 'Releasable')?.status === 'True' &&
+        !(await poolInUseLive(this.ctx.client, p))
       ) {
         await removeFinalizer(this.ctx.client, p);
       }
@@ -197,7 +203,8 @@ export class PoolReconciler {
     for (const b of this.informers.bindings.list()) {
       if (this.informers.pools.get(b.spec.poolRef.name)) continue;
       if (b.metadata.deletionTimestamp) {
-        if (this.usedBy(b).length === 0) await removeFinalizer(this.ctx.client, b);
+        if (this.usedBy(b).length === 0 && !(await heldLive(this.ctx.client, b)))
+          await removeFinalizer(this.ctx.client, b);
         continue;
       }
       const message = `KVCachePool ${b.spec.poolRef.name} does not exist; ask an administrator to create it, or fix spec.poolRef`;
