@@ -7,7 +7,7 @@ import { injectLabel } from '../inject/types.ts';
 import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';
 import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';
-import { resolveBinding } from './lookup.ts';
+import { judgeConfirmingRefusals, resolveBinding } from './lookup.ts';
 import { validateModelDeployment } from './modeldeployment-rules.ts';
 import { frozenKeyRefusal, type PodLike, planPodInjection, podAnnotations } from './pod-injection-rules.ts';
 
@@ -48,9 +48,10 @@ async function poolProtocols(
   i: DeploymentInformers,
   md: ModelDeployment,
   namespace: string,
+  fresh: boolean,
 ): Promise<string[] | undefined> {
   const ref = md.spec.kvCache?.poolRef.name;
-  const { backend } = ref ? await resolveBinding(ctx, i, ref, namespace) : {};
+  const { backend } = ref ? await resolveBinding(ctx, i, ref, namespace, fresh) : {};
   const groups = backend?.spec.connection.managed?.members;
   return groups && [...new Set(groups.map((g) => storeProtocol(effectiveProtocol(backend!, g))))];
 }
@@ -58,14 +59,19 @@ async function poolProtocols(
 export function modelDeploymentAdmission(ctx: OperatorContext, i: DeploymentInformers): AdmissionHandler {
   return async (req) => {
     const md = req.object as ModelDeployment;
-    const findings = validateModelDeployment(
-      md,
-      req.operation === 'UPDATE' ? (req.oldObject as ModelDeployment) : undefined,
-      {
-        dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
-        instanceTypes: new Map(i.instanceTypes.list().map((t) => [t.metadata.name!, t as InstanceType])),
-        poolProtocols: await poolProtocols(ctx, i, md, req.namespace ?? md.metadata.namespace ?? 'default'),
-      },
+    const ns = req.namespace ?? md.metadata.namespace ?? 'default';
+    const findings = await judgeConfirmingRefusals(
+      async (fresh) =>
+        validateModelDeployment(
+          md,
+          req.operation === 'UPDATE' ? (req.oldObject as ModelDeployment) : undefined,
+          {
+            dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
+            instanceTypes: new Map(i.instanceTypes.list().map((t) => [t.metadata.name!, t as InstanceType])),
+            poolProtocols: await poolProtocols(ctx, i, md, ns, fresh),
+          },
+        ),
+      (f) => f.errors.length > 0,
     );
     return verdictOf(findings);
   };
@@ -77,16 +83,15 @@ export function podInjectionAdmission(ctx: OperatorContext, i: DeploymentInforme
     if (pod.metadata.labels?.[injectLabel] !== 'true') return allow();
     const ns = req.namespace ?? pod.metadata.namespace ?? 'default';
     const name = pod.metadata.annotations?.[podAnnotations.binding];
-    const { binding, pool, backend } =
-      name && !name.includes('/') ? await resolveBinding(ctx, i, name, ns) : {};
-    const verdict = planPodInjection(
-      { ...pod, metadata: { ...pod.metadata, namespace: ns } },
-      {
-        binding,
-        pool,
-        backend,
-        dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
+    const verdict = await judgeConfirmingRefusals(
+      async (fresh) => {
+        const chain = name && !name.includes('/') ? await resolveBinding(ctx, i, name, ns, fresh) : {};
+        return planPodInjection(
+          { ...pod, metadata: { ...pod.metadata, namespace: ns } },
+          { ...chain, dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned') },
+        );
       },
+      (v) => !v.ok,
     );
     return verdict.ok ? allow(undefined, verdict.patch) : deny(`KV cache injection: ${verdict.message}`, 400);
   };

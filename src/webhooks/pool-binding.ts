@@ -7,7 +7,7 @@ import type { PoolInformers } from '../controllers/pool/watches.ts';
 import { type AdmissionHandler, allow } from '../kube/webhook-server.ts';
 import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';
-import { findBackend, findPool } from './lookup.ts';
+import { findBackend, findPool, judgeConfirmingRefusals } from './lookup.ts';
 import { validateBinding, validatePoolCreate } from './pool-binding-rules.ts';
 
 const rule = (resource: string) => [
@@ -58,17 +58,22 @@ export function bindingAdmission(ctx: OperatorContext, i: PoolInformers): Admiss
   return async (req) => {
     const b = req.object as KVCachePoolBinding;
     const old = req.operation === 'UPDATE' ? (req.oldObject as KVCachePoolBinding) : undefined;
-    const pool = await findPool(ctx, i, b.spec.poolRef.name);
-    const backendName = pool?.spec.backends[0];
-    const backend = backendName ? await findBackend(ctx, i, backendName) : undefined;
-    const siblings = backend && !old ? await bindingsOnBackend(ctx, backendName!) : [];
-    const findings = validateBinding(b, old, {
-      pool,
-      backend,
-      siblings,
-      ledgerReason: pool?.status?.conditions?.find((c) => c.type === 'QuotaLedgerAvailable')?.reason,
-      dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
-    });
+    const siblingsOf = async (backend: string) => (old ? [] : bindingsOnBackend(ctx, backend));
+    const findings = await judgeConfirmingRefusals(
+      async (fresh) => {
+        const pool = await findPool(ctx, i, b.spec.poolRef.name, fresh);
+        const backendName = pool?.spec.backends[0];
+        const backend = backendName ? await findBackend(ctx, i, backendName, fresh) : undefined;
+        return validateBinding(b, old, {
+          pool,
+          backend,
+          siblings: backend ? await siblingsOf(backendName!) : [],
+          ledgerReason: pool?.status?.conditions?.find((c) => c.type === 'QuotaLedgerAvailable')?.reason,
+          dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
+        });
+      },
+      (f) => f.errors.length > 0,
+    );
     return verdictOf(findings);
   };
 }

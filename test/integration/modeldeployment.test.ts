@@ -2,15 +2,23 @@
 // multi-tenant master: what the engines are given, what is refused, and the Binding's hold.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { ModelDeployment } from '../../src/api/types.ts';
+import type { KVCachePool, ModelDeployment } from '../../src/api/types.ts';
 import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
-import { ensureNamespace } from '../support/cluster.ts';
+import { ensureNamespace, until } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { binding, condition, externalBackend, pool, untilBinding, v1 } from '../support/pool-fixtures.ts';
+import {
+  binding,
+  condition,
+  externalBackend,
+  pool,
+  untilBinding,
+  untilPool,
+  v1,
+} from '../support/pool-fixtures.ts';
 import { seedObjects } from '../support/seed.ts';
 
 type Loose = KubeObject & {
@@ -332,7 +340,7 @@ describe('ModelDeployment and Pod injection', () => {
     assert.ok(live.metadata.annotations?.['kvcache.gpustack.ai/client-config']);
   });
 
-  // Last in this file: it stops the operator's Binding cache for real, so the cache holds no Binding
+  // The last two tests in this file: each stops one of the operator's caches for real, so the cache holds no Binding
   // created from then on — the state every cache is in for a moment after a create, made to last.
   it('injects a Pod naming a Binding its cache has not seen yet (admission re-reads the apiserver)', async () => {
     await operator.ctx.informers.get({ apiVersion: v1, kind: 'KVCachePoolBinding' }).stop();
@@ -346,6 +354,35 @@ describe('ModelDeployment and Pod injection', () => {
     );
     const record = JSON.parse(created.metadata.annotations?.['kvcache.gpustack.ai/injected'] ?? '{}');
     assert.equal(record.domain, 'late-v1');
+    assert.ok(created.spec.containers[0]!.args?.includes('--kv-transfer-config'));
+  });
+
+  // Also stops a cache for real: the pool cache, frozen while the pool's master is down.
+  it('injects a Pod once its pool is Ready again though the cache still shows it unusable (a refusal is judged again)', async () => {
+    const pools = operator.ctx.informers.get<KVCachePool>({ apiVersion: v1, kind: 'KVCachePool' });
+    const ledgerOf = (p: KVCachePool | undefined) =>
+      p ? condition(p, 'QuotaLedgerAvailable')?.status : undefined;
+    await store.stopMaster();
+    await until('the cached pool to lose its ledger', () =>
+      ledgerOf(pools.get('shared-dram')) !== 'True' ? true : undefined,
+    );
+    await pools.stop();
+    await store.startMaster();
+    await untilPool(
+      cluster.client,
+      'shared-dram',
+      'Ready again',
+      (x) => x.status?.phase === 'Ready' && ledgerOf(x) === 'True',
+      60_000,
+    );
+    assert.notEqual(ledgerOf(pools.get('shared-dram')), 'True', 'the cache still shows the pool from before');
+    const created = await cluster.client.create<PodObj>(
+      pod(
+        'after-restart',
+        { 'kvcache.gpustack.ai/inject': 'true' },
+        { 'kvcache.gpustack.ai/binding': 'qwen-fp8', 'kvcache.gpustack.ai/engine': 'vLLM' },
+      ),
+    );
     assert.ok(created.spec.containers[0]!.args?.includes('--kv-transfer-config'));
   });
 });
