@@ -1,9 +1,11 @@
 // Brings a managed backend's children to the rendered state: apply what changed, remove member groups
 // that are gone, and recreate member Pods whose template fingerprint moved (OnDelete rollout).
+
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { applyChild } from '../apply.ts';
 import type { OperatorContext } from '../context.ts';
+import { intentConfirmation } from '../current-intent.ts';
 import { componentLabel, leaderName, ownedByBackend } from './labels.ts';
 import { type BackendRenderContext, renderBackend } from './render.ts';
 import { podSpecHashAnnotation } from './render-members.ts';
@@ -62,8 +64,9 @@ export async function syncChildren(
   for (const obj of desired) {
     await applyChild(ctx.client, obj, liveChild(informers, obj), appliedOnce);
   }
-  await pruneMemberGroups(backend, ctx, informers, rendered.memberDaemonSets);
-  await rollMembers(backend, ctx, informers, rendered.memberDaemonSets);
+  const current = intentConfirmation(ctx.client, backend);
+  await pruneMemberGroups(backend, ctx, informers, rendered.memberDaemonSets, current);
+  await rollMembers(backend, ctx, informers, rendered.memberDaemonSets, current);
   return { replicasPending };
 }
 
@@ -81,10 +84,12 @@ async function pruneMemberGroups(
   ctx: OperatorContext,
   informers: BackendInformers,
   wanted: KubeObject[],
+  current: () => Promise<boolean>,
 ): Promise<void> {
   const keep = new Set(wanted.map((d) => d.metadata.name));
   for (const ds of informers.daemonSets.byIndex(byInstance, backend.metadata.name!)) {
     if (keep.has(ds.metadata.name) || !ownedByBackend(ds, backend)) continue;
+    if (!(await current())) return;
     await ctx.client.delete({
       apiVersion: 'apps/v1',
       kind: 'DaemonSet',
@@ -100,6 +105,7 @@ async function rollMembers(
   ctx: OperatorContext,
   informers: BackendInformers,
   daemonSets: KubeObject[],
+  current: () => Promise<boolean>,
 ): Promise<void> {
   const pods = informers.pods.byIndex(byInstance, backend.metadata.name!);
   for (const ds of daemonSets) {
@@ -110,6 +116,7 @@ async function rollMembers(
     for (const pod of pods) {
       if (pod.metadata.labels?.[componentLabel] !== component || pod.metadata.deletionTimestamp) continue;
       if (pod.metadata.annotations?.[podSpecHashAnnotation] === hash) continue;
+      if (!(await current())) return;
       await ctx.client.delete({
         apiVersion: 'v1',
         kind: 'Pod',

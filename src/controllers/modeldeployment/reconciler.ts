@@ -1,6 +1,7 @@
 // The ModelDeployment controller: renders each role's Deployment and the Services, injects the cache
 // connection its Binding resolves to (none at all while the pool is unusable, keeping running replicas
 // as they are), and reports roles, the cache and the conditions of ModelDeployment spec §2.
+
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
 import { injectedAnnotation } from '../../inject/types.ts';
 import { Controller, type ReconcileResult, splitKey } from '../../kube/controller.ts';
@@ -9,6 +10,7 @@ import { applyChild, applyStatus, ensureFinalizer, removeFinalizer } from '../ap
 import { parseQuantityBytes } from '../backend/quantity.ts';
 import { mergeConditions } from '../conditions.ts';
 import type { OperatorContext } from '../context.ts';
+import { intentConfirmation } from '../current-intent.ts';
 import { resolveCache } from './connection.ts';
 import { renderModelDeployment } from './render.ts';
 import { isTakeOver, servingPort } from './render-engine.ts';
@@ -157,8 +159,10 @@ export class ModelDeploymentReconciler {
   private async prune(md: ModelDeployment, deployments: KubeObject[], services: KubeObject[]) {
     const keep = new Set([...deployments, ...services].map((o) => `${o.kind}/${o.metadata.name}`));
     const owned = this.owned(md);
+    const current = intentConfirmation(this.ctx.client, md);
     for (const o of [...owned.deployments, ...owned.services]) {
       if (keep.has(`${o.kind}/${o.metadata.name}`)) continue;
+      if (!(await current())) return;
       await this.ctx.client.delete({
         apiVersion: o.apiVersion,
         kind: o.kind,
