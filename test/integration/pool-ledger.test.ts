@@ -340,4 +340,34 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
     assert.ok(b?.metadata.deletionTimestamp, 'the Binding is held, not released');
     assert.ok((await ledgerTenants(store)).includes('qwen-fp8-v1'), 'and keeps its ledger entry');
   });
+
+  // Stops two more caches for real (Bindings, then pools), so it also runs last.
+  it('never lets a pool or a backend go while something its cache has not seen still names it', async () => {
+    const find = (kind: string, name: string) => cluster.client.find({ apiVersion: v1, kind, name });
+    const taken = (kind: string, name: string) =>
+      waitFor(async () => ((await find(kind, name))?.metadata.finalizers?.length ? true : undefined), {
+        what: `the operator to take ${kind} ${name}`,
+        timeoutMs: 10_000,
+      });
+    // Two backends of their own, so each check stands alone (no other pool or Binding on them).
+    await cluster.client.create(externalBackend('spare-1', store));
+    await cluster.client.create(externalBackend('spare-2', store));
+    await cluster.client.create(pool('pool-3', 'spare-1', '16Mi'));
+    await taken('KVCacheBackend', 'spare-2');
+    await taken('KVCachePool', 'pool-3');
+    await operator.ctx.informers.get({ apiVersion: v1, kind: 'KVCachePoolBinding' }).stop();
+    await cluster.client.create(binding('team-b', 'b3', 'pool-3', '8Mi', { name: 'd3' }));
+    await cluster.client.delete({ apiVersion: v1, kind: 'KVCachePool', name: 'pool-3' });
+
+    await operator.ctx.informers.get({ apiVersion: v1, kind: 'KVCachePool' }).stop();
+    await cluster.client.create(pool('pool-4', 'spare-2', '16Mi'));
+    await cluster.client.delete({ apiVersion: v1, kind: 'KVCacheBackend', name: 'spare-2' });
+    // Each deletion wakes a pass at once; give it and a few more time to act.
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.ok((await find('KVCachePool', 'pool-3'))?.metadata.deletionTimestamp, 'pool-3 is held by b3');
+    assert.ok(
+      (await find('KVCacheBackend', 'spare-2'))?.metadata.deletionTimestamp,
+      'spare-2 is held by pool-4',
+    );
+  });
 });
