@@ -26,6 +26,20 @@ import { runStoreClient } from '../support/store-client.ts';
 const MiB = 1 << 20;
 const unit = 8 * MiB;
 
+/** A ModelDeployment in team-a naming a Binding (no replica runs here: there is no kubelet). */
+const deploymentOn = (name: string, bindingName: string) =>
+  ({
+    apiVersion: v1,
+    kind: 'ModelDeployment',
+    metadata: { name, namespace: 'team-a' },
+    spec: {
+      model: { name: 'Qwen/Qwen2.5-7B-Instruct' },
+      engine: { name: 'vLLM', version: '0.29.0' },
+      kvCache: { poolRef: { name: bindingName } },
+      roles: [{ name: 'server', instanceType: 'local' }],
+    },
+  }) as KubeObject;
+
 describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled down)', () => {
   let cluster: IsolatedCluster;
   let store: MooncakeStore;
@@ -180,17 +194,7 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
   });
 
   it('holds a Binding in use (HeldByWorkloads) and, once unused, removes its ledger entry before it goes', async () => {
-    await cluster.client.create({
-      apiVersion: v1,
-      kind: 'ModelDeployment',
-      metadata: { name: 'qwen-chat', namespace: 'team-a' },
-      spec: {
-        model: { name: 'Qwen/Qwen2.5-7B-Instruct' },
-        engine: { name: 'vLLM', version: '0.29.0' },
-        kvCache: { poolRef: { name: 'team-a' } },
-        roles: [{ name: 'server', instanceType: 'local' }],
-      },
-    } as KubeObject);
+    await cluster.client.create(deploymentOn('qwen-chat', 'team-a'));
     await untilBinding(
       cluster.client,
       'team-a',
@@ -311,17 +315,7 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
   // deployment created from then on — the state a lagging cache is in for a moment, made to last.
   it('never releases a Binding a ModelDeployment names, even one its cache has not seen', async () => {
     await operator.ctx.informers.get({ apiVersion: v1, kind: 'ModelDeployment' }).stop();
-    await cluster.client.create({
-      apiVersion: v1,
-      kind: 'ModelDeployment',
-      metadata: { name: 'unseen', namespace: 'team-a' },
-      spec: {
-        model: { name: 'Qwen/Qwen2.5-7B-Instruct' },
-        engine: { name: 'vLLM', version: '0.29.0' },
-        kvCache: { poolRef: { name: 'qwen-fp8' } },
-        roles: [{ name: 'server', instanceType: 'local' }],
-      },
-    } as KubeObject);
+    await cluster.client.create(deploymentOn('unseen', 'qwen-fp8'));
     assert.ok((await ledgerTenants(store)).includes('qwen-fp8-v1'));
     await cluster.client.delete({
       apiVersion: v1,
