@@ -58,7 +58,13 @@ export function bindingAdmission(ctx: OperatorContext, i: PoolInformers): Admiss
   return async (req) => {
     const b = req.object as KVCachePoolBinding;
     const old = req.operation === 'UPDATE' ? (req.oldObject as KVCachePoolBinding) : undefined;
-    const siblingsOf = async (backend: string) => (old ? [] : bindingsOnBackend(ctx, backend));
+    // Already read live: a refusal judged again reuses the list instead of reading it twice.
+    const read = new Map<string, Promise<KVCachePoolBinding[]>>();
+    const siblingsOf = (backend: string) => {
+      if (old) return [];
+      if (!read.has(backend)) read.set(backend, bindingsOnBackend(ctx, backend));
+      return read.get(backend)!;
+    };
     const findings = await judgeConfirmingRefusals(
       async (fresh) => {
         const pool = await findPool(ctx, i, b.spec.poolRef.name, fresh);

@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { intentConfirmation } from '../../src/controllers/current-intent.ts';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 import { testClient, uniqueName } from '../support/cluster.ts';
+import { externalBackend } from '../unit/kvcache-builders.ts';
 
 type Backend = KubeObject & {
   spec: { connection: { external: { endpoints: { name: string; address: string }[] } } };
@@ -17,20 +18,7 @@ describe('intentConfirmation against the real apiserver', () => {
 
   before(async () => {
     client = await testClient();
-    await client.create({
-      ...ref,
-      metadata: { name },
-      spec: {
-        connection: {
-          external: {
-            endpoints: [
-              { name: 'Client', address: 'store.example:50051' },
-              { name: 'Admin', address: 'store.example:9003' },
-            ],
-          },
-        },
-      },
-    } as KubeObject);
+    await client.create(externalBackend(name));
   });
   after(async () => {
     await client?.delete(ref);
