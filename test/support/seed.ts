@@ -1,16 +1,16 @@
-// The walkthrough's manifests, which every developer and CI run has beside the checkout (../shared).
+// The walkthrough's manifests, as users apply them from examples/walkthrough.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { projectRoot } from '../../src/local/toolchain.ts';
 
-export const seedDir = join(projectRoot, '..', 'shared', 'seed', 'manifests');
+export const seedDir = join(projectRoot, 'examples', 'walkthrough');
 
 function requireSeed(): void {
   if (!existsSync(seedDir)) {
     throw new Error(
-      `the walkthrough manifests are expected at ${seedDir} (../shared/seed/manifests beside the checkout)`,
+      `the walkthrough manifests are expected at ${seedDir}`,
     );
   }
 }
