@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Everything `npm start` and `npm test` need on a fresh machine, each step skipped when already done:
-# node_modules (with the pinned Node 24), the Debian libraries Mooncake links against, a Python
-# environment with the published Mooncake wheel, and etcd + Kubernetes built from Go modules.
-# Long-lived artifacts go to a cache outside the checkout ($KVPOOL_CACHE, default ~/.cache/kvpool).
+# node_modules (with the pinned Node 24), the Debian packages the components need, a Python
+# environment with the published Mooncake wheel, etcd + Kubernetes and the node components built
+# from Go modules, and the project's images. Long-lived artifacts go to a cache outside the checkout
+# ($KVPOOL_CACHE, default ~/.cache/kvpool).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source toolchain.env
-CACHE="${KVPOOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kvpool}"
-log() { printf '[setup] %s\n' "$*" >&2; }
+source scripts/build-lib.sh
+log_prefix=setup
 
 ensure_node_modules() {
   if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
@@ -19,18 +20,6 @@ ensure_node_modules() {
     log "node_modules/.bin/node should be Node 24 but is '${v:-missing}': delete node_modules and run npm ci"
     exit 1
   fi
-}
-
-ensure_debian_packages() {
-  local missing=()
-  for p in $MOONCAKE_DEBIAN_PACKAGES; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  ((${#missing[@]} == 0)) && return 0
-  log "installing Debian packages Mooncake needs: ${missing[*]}"
-  local sudo=(); [[ $(id -u) == 0 ]] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
 ensure_mooncake_venv() {
@@ -47,7 +36,11 @@ ensure_mooncake_venv() {
   touch "$venv/.complete"
 }
 
+[[ $(id -u) == 0 ]] || { log "the local cluster runs real nodes (namespaces, cgroups, mounts): run as root"; exit 1; }
 ensure_node_modules
-ensure_debian_packages
+# shellcheck disable=SC2086 # the package lists are word lists
+ensure_debian_packages $MOONCAKE_DEBIAN_PACKAGES $NODE_DEBIAN_PACKAGES $IMAGE_DEBIAN_PACKAGES
 ensure_mooncake_venv
 bash scripts/build-control-plane.sh
+bash scripts/build-node.sh
+node_modules/.bin/node images/build.ts

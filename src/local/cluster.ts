@@ -1,20 +1,24 @@
-// The embedded local cluster: a real control plane, the node agent (a stand-in kubelet running Pods as
-// processes), the service proxy, the kvpool CRDs, Settings and an InstanceType, and the operator as its
-// own process. Used by `npm start` and by the end-to-end tests.
+// The embedded local cluster: a real control plane, real nodes (containerd, runc, the kubelet and
+// kube-proxy, see nodes/), cluster DNS, the project's images loaded on every node, the kvpool CRDs,
+// Settings and an InstanceType, and the operator as its own process. Used by `npm start` and by the
+// end-to-end tests.
 import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import { buildImages } from '../../images/build.ts';
+import { corednsImage, pauseImage } from '../../images/recipes.ts';
 import { settingDefaults } from '../api/setting.ts';
 import { KubeClient } from '../kube/client.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { awaitAdmissionInForce } from './admission-in-force.ts';
 import { ControlPlane } from './control-plane.ts';
 import { installCrds } from './install-crds.ts';
-import { defaultImageCatalog, type ImageCatalog } from './node-agent/images.ts';
-import { defaultNodeCapacity, NodeAgent } from './node-agent/node-agent.ts';
+import { advertisedGpus, ClusterNodes } from './nodes/cluster-nodes.ts';
+import { HostNetwork } from './nodes/host-network.ts';
+import { KernelSettings } from './nodes/kernel-settings.ts';
+import type { LocalNode } from './nodes/node.ts';
 import { freePort } from './ports.ts';
 import { type ManagedProcess, startProcess } from './processes.ts';
-import { ServiceProxy } from './service-proxy/service-proxy.ts';
-import { kubeBinary, mooncakeVenv, projectRoot } from './toolchain.ts';
+import { kubeBinary, projectRoot } from './toolchain.ts';
 import { waitFor } from './wait-for.ts';
 
 export const operatorNamespace = 'gpustack-system';
@@ -28,19 +32,6 @@ export interface LocalClusterOptions {
   nodeLabels?: Record<string, Record<string, string>>;
   /** Extra operator flags (tests shorten intervals). */
   operatorArgs?: string[];
-}
-
-/** The engine images run the engine stand-in: real vLLM and SGLang need GPUs this machine lacks. */
-function addEngineImages(catalog: ImageCatalog): ImageCatalog {
-  const venv = mooncakeVenv();
-  const standin = join(projectRoot, 'engine-standin');
-  return catalog.add(engineImageRepository, {
-    user: { uid: 0, gid: 0 },
-    path: [join(standin, 'bin'), join(venv, 'bin'), '/usr/local/bin', '/usr/bin', '/bin'],
-    env: { PYTHONPATH: join(standin, 'python') },
-    workingDir: '/',
-    hostPaths: [projectRoot, venv],
-  });
 }
 
 function instanceType(): KubeObject {
@@ -69,60 +60,96 @@ export class LocalCluster {
   readonly root: string;
   readonly cp: ControlPlane;
   readonly client: KubeClient;
-  readonly agent: NodeAgent;
-  readonly proxy: ServiceProxy;
-  readonly nodes: string[];
+  readonly network: HostNetwork;
+  readonly nodeSet: ClusterNodes;
   operator?: ManagedProcess;
   private readonly options: LocalClusterOptions;
+  private readonly kernel: KernelSettings;
 
   private constructor(
     options: LocalClusterOptions,
-    cp: ControlPlane,
-    client: KubeClient,
-    agent: NodeAgent,
-    proxy: ServiceProxy,
-    nodes: string[],
+    parts: { cp: ControlPlane; client: KubeClient; network: HostNetwork; nodes: ClusterNodes; kernel: KernelSettings },
   ) {
     this.options = options;
     this.root = options.root;
-    this.cp = cp;
-    this.client = client;
-    this.agent = agent;
-    this.proxy = proxy;
-    this.nodes = nodes;
+    this.cp = parts.cp;
+    this.client = parts.client;
+    this.network = parts.network;
+    this.nodeSet = parts.nodes;
+    this.kernel = parts.kernel;
   }
 
   get kubeconfigPath(): string {
     return join(this.root, 'kubeconfig');
   }
 
+  /** The nodes' names, in order. */
+  get nodes(): string[] {
+    return this.nodeSet.nodes.map((n) => n.name);
+  }
+
+  node(name: string): LocalNode {
+    return this.nodeSet.node(name);
+  }
+
+  /** This machine's address on the cluster's network: Pods reach a program here on it. */
+  get hostAddress(): string {
+    return this.network.addressing.hostAddress;
+  }
+
   static async start(options: LocalClusterOptions): Promise<LocalCluster> {
     const root = options.root;
     rmSync(join(root, 'control-plane'), { recursive: true, force: true });
+    rmSync(join(root, 'nodes'), { recursive: true, force: true });
+    rmSync(join(root, 'logs'), { recursive: true, force: true });
     mkdirSync(join(root, 'bin'), { recursive: true });
-    const cp = await ControlPlane.start({ dir: join(root, 'control-plane'), controllers: true });
-    const client = await KubeClient.fromKubeconfigFile(cp.kubeconfigPath);
-    const nodes = Array.from({ length: options.nodes ?? 2 }, (_, i) => `kvpool-node-${i + 1}`);
-    const apiPort = Number(new URL(cp.server).port);
-    const proxy = new ServiceProxy({ client, root, apiServer: { host: '127.0.0.1', port: apiPort } });
-    const agent = new NodeAgent({
-      client,
-      nodes,
-      root,
-      apiServer: { host: '127.0.0.1', port: apiPort, caPem: cp.certificateAuthority.certPem },
-      images: addEngineImages(defaultImageCatalog({ root })),
-      nodeLabels: options.nodeLabels,
-      names: proxy,
-    });
-    const cluster = new LocalCluster(options, cp, client, agent, proxy, nodes);
+    const images = await buildImages();
+    // The kubelets change a few machine-wide settings; they are put back when the cluster stops.
+    const kernel = KernelSettings.record();
+    const network = await HostNetwork.acquire();
+    const a = network.addressing;
+    let cp: ControlPlane | undefined;
+    let client: KubeClient | undefined;
     try {
-      await cluster.install();
-      await proxy.start();
-      await agent.start();
-      await cluster.startOperator();
-      return cluster;
+      cp = await ControlPlane.start({
+        dir: join(root, 'control-plane'),
+        controllers: true,
+        network: {
+          address: a.hostAddress,
+          serviceCidr: a.serviceCidr,
+          kubernetesServiceIp: a.kubernetesServiceIp,
+          clusterCidr: a.clusterCidr,
+        },
+      });
+      client = await KubeClient.fromKubeconfigFile(cp.kubeconfigPath);
+      const nodes = new ClusterNodes({
+        root,
+        names: Array.from({ length: options.nodes ?? 2 }, (_, i) => `kvpool-node-${i + 1}`),
+        labels: options.nodeLabels,
+        network,
+        server: cp.server,
+        ca: cp.certificateAuthority,
+        client,
+        pauseImage,
+        corednsImage,
+        imageArchives: images.map((i) => i.archive),
+      });
+      const cluster = new LocalCluster(options, { cp, client, network, nodes, kernel });
+      try {
+        await nodes.start();
+        await cluster.install();
+        await cluster.startOperator();
+        return cluster;
+      } catch (err) {
+        await cluster.stop();
+        throw err;
+      }
     } catch (err) {
-      await cluster.stop();
+      if (!client) {
+        await cp?.stop();
+        await network.release();
+        kernel.restore();
+      }
       throw err;
     }
   }
@@ -155,8 +182,8 @@ export class LocalCluster {
         status: {
           phase: 'Active',
           unit: '1/2Gi/10Gi',
-          acceleratorSummary: `1/${Number(defaultNodeCapacity['nvidia.com/gpu']) * this.nodes.length}`,
-          cpuSummary: `${Number(defaultNodeCapacity.cpu) * this.nodes.length}`,
+          acceleratorSummary: `1/${Number(advertisedGpus) * this.nodes.length}`,
+          cpuSummary: `${this.nodes.length * 2}`,
         },
       } as KubeObject,
       { fieldManager: 'kvpool-local', subresource: 'status' },
@@ -195,11 +222,13 @@ export class LocalCluster {
     await awaitAdmissionInForce(this.client, 30_000);
   }
 
+  /** Stops everything it started; no process, mount, network device or cgroup of it is left. */
   async stop(): Promise<void> {
     await this.operator?.stop(10_000);
-    await this.agent.stop().catch(() => undefined);
-    await this.proxy.stop().catch(() => undefined);
+    await this.nodeSet.stop().catch(() => undefined);
     await this.client.close();
     await this.cp.stop();
+    await this.network.release();
+    this.kernel.restore();
   }
 }

@@ -17,9 +17,32 @@ export interface ControlPlaneOptions {
   dir?: string;
   /** Also run kube-controller-manager and kube-scheduler. */
   controllers?: boolean;
-  /** Extra kube-controller-manager controllers beyond the default set. */
   startupTimeoutMs?: number;
+  /** Addresses for a cluster with nodes (see nodes/addressing.ts); loopback only when omitted. */
+  network?: ControlPlaneNetwork;
 }
+
+export interface ControlPlaneNetwork {
+  /** The API server listens and advertises here; nodes reach it on this address. */
+  address: string;
+  serviceCidr: string;
+  kubernetesServiceIp: string;
+  /** Pod addresses, a /24 of which the controller manager gives each node. */
+  clusterCidr: string;
+}
+
+// Controllers a cluster with nodes needs besides: Pod ranges, node health and Pod eviction, Jobs, PDBs.
+const nodeControllers = [
+  'node-ipam-controller',
+  'node-lifecycle-controller',
+  'taint-eviction-controller',
+  'pod-garbage-collector-controller',
+  'ttl-controller',
+  'job-controller',
+  'ttl-after-finished-controller',
+  'disruption-controller',
+  'clusterrole-aggregation-controller',
+];
 
 const controllerSet = [
   'garbage-collector-controller',
@@ -43,6 +66,8 @@ interface Files {
   adminKey: string;
   saPublic: string;
   saPrivate: string;
+  kubeletClientCert: string;
+  kubeletClientKey: string;
   kubeconfig: string;
 }
 
@@ -82,7 +107,12 @@ export class ControlPlane {
   }
 
   get server(): string {
-    return `https://127.0.0.1:${this.ports.apiserver}`;
+    return `https://${this.address}:${this.ports.apiserver}`;
+  }
+
+  /** Where the API server listens. */
+  get address(): string {
+    return this.options.network?.address ?? '127.0.0.1';
   }
 
   get kubeconfigPath(): string {
@@ -107,7 +137,8 @@ export class ControlPlane {
       hosts: [
         '127.0.0.1',
         'localhost',
-        '10.0.0.1',
+        this.options.network?.kubernetesServiceIp ?? '10.0.0.1',
+        ...(this.options.network ? [this.options.network.address] : []),
         'kubernetes',
         'kubernetes.default',
         'kubernetes.default.svc',
@@ -116,6 +147,12 @@ export class ControlPlane {
     });
     const admin = await this.ca.issue({
       commonName: 'kvpool-admin',
+      organizations: ['system:masters'],
+      usage: 'client',
+    });
+    // The API server's identity towards kubelets (logs, exec); the kubelets authorize it by group.
+    const kubeletClient = await this.ca.issue({
+      commonName: 'kube-apiserver-kubelet-client',
       organizations: ['system:masters'],
       usage: 'client',
     });
@@ -128,6 +165,8 @@ export class ControlPlane {
       adminKey: join(pki, 'admin.key'),
       saPublic: join(pki, 'sa.pub'),
       saPrivate: join(pki, 'sa.key'),
+      kubeletClientCert: join(pki, 'kubelet-client.crt'),
+      kubeletClientKey: join(pki, 'kubelet-client.key'),
       kubeconfig: join(this.dir, 'kubeconfig'),
     };
     writeFileSync(files.ca, this.ca.certPem);
@@ -136,6 +175,8 @@ export class ControlPlane {
     writeFileSync(files.apiserverKey, serving.keyPem, { mode: 0o600 });
     writeFileSync(files.adminCert, admin.certPem);
     writeFileSync(files.adminKey, admin.keyPem, { mode: 0o600 });
+    writeFileSync(files.kubeletClientCert, kubeletClient.certPem);
+    writeFileSync(files.kubeletClientKey, kubeletClient.keyPem, { mode: 0o600 });
     writeFileSync(files.saPublic, sa.publicKeyPem);
     writeFileSync(files.saPrivate, sa.privateKeyPem, { mode: 0o600 });
     this.files = files;
@@ -211,8 +252,29 @@ export class ControlPlane {
     const proc = await this.launchApiserver(name, port);
     this.extras.push(proc);
     const kubeconfigPath = join(this.dir, `kubeconfig-${port}`);
-    writeFileSync(kubeconfigPath, this.kubeconfig(`https://127.0.0.1:${port}`), { mode: 0o600 });
+    writeFileSync(kubeconfigPath, this.kubeconfig(`https://${this.address}:${port}`), { mode: 0o600 });
     return { kubeconfigPath, stop: async () => void (await proc.stop()) };
+  }
+
+  /** Flags for a cluster with nodes: its address and ranges, node authorization, kubelet access. */
+  private networkFlags(): string[] {
+    const net = this.options.network;
+    const f = this.files;
+    if (!net) {
+      return ['--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', '--service-cluster-ip-range=10.0.0.0/24', '--authorization-mode=RBAC'];
+    }
+    return [
+      `--bind-address=${net.address}`,
+      `--advertise-address=${net.address}`,
+      `--service-cluster-ip-range=${net.serviceCidr}`,
+      '--authorization-mode=Node,RBAC',
+      '--enable-admission-plugins=NodeRestriction',
+      `--kubelet-client-certificate=${f.kubeletClientCert}`,
+      `--kubelet-client-key=${f.kubeletClientKey}`,
+      '--kubelet-preferred-address-types=InternalIP',
+      // Webhooks are called at their Pods' addresses: Service addresses exist only inside the nodes.
+      '--enable-aggregator-routing=true',
+    ];
   }
 
   private async launchApiserver(name: string, port: number): Promise<ManagedProcess> {
@@ -222,16 +284,13 @@ export class ControlPlane {
       args: [
         `--etcd-servers=http://127.0.0.1:${this.ports.etcdClient}`,
         `--secure-port=${port}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
+        ...this.networkFlags(),
         `--tls-cert-file=${f.apiserverCert}`,
         `--tls-private-key-file=${f.apiserverKey}`,
         `--client-ca-file=${f.ca}`,
         `--service-account-issuer=https://kubernetes.default.svc`,
         `--service-account-key-file=${f.saPublic}`,
         `--service-account-signing-key-file=${f.saPrivate}`,
-        '--service-cluster-ip-range=10.0.0.0/24',
-        '--authorization-mode=RBAC',
         '--allow-privileged=true',
         '--enable-priority-and-fairness=false',
         '--profiling=false',
@@ -255,6 +314,7 @@ export class ControlPlane {
 
   private async startControllers(): Promise<void> {
     const f = this.files;
+    const net = this.options.network;
     const kcmPort = await freePort();
     const schedulerPort = await freePort();
     const kcm = startProcess('kube-controller-manager', kubeBinary('kube-controller-manager'), {
@@ -264,7 +324,17 @@ export class ControlPlane {
         '--leader-elect=false',
         `--secure-port=${kcmPort}`,
         '--bind-address=127.0.0.1',
-        `--controllers=${controllerSet.join(',')}`,
+        `--controllers=${[...controllerSet, ...(net ? nodeControllers : [])].join(',')}`,
+        ...(net
+          ? [
+              '--allocate-node-cidrs=true',
+              `--cluster-cidr=${net.clusterCidr}`,
+              '--node-cidr-mask-size=24',
+              `--service-cluster-ip-range=${net.serviceCidr}`,
+              // A node whose kubelet stops is NotReady within seconds, as the failover tests need.
+              '--node-monitor-grace-period=20s',
+            ]
+          : []),
         `--service-account-private-key-file=${f.saPrivate}`,
         `--root-ca-file=${f.ca}`,
         '--kube-api-qps=200',
@@ -303,7 +373,8 @@ export class ControlPlane {
     return new Promise((resolve, reject) => {
       const req = request(
         {
-          host: '127.0.0.1',
+          // The API servers listen on the cluster's address, the other components on loopback.
+          host: verify ? this.address : '127.0.0.1',
           port,
           path,
           method: 'GET',

@@ -17,6 +17,13 @@ function readToolchainEnv(): Record<string, string> {
 
 const versions = readToolchainEnv();
 
+/** A value of toolchain.env; throws when it is not set there. */
+export function toolchainValue(name: string): string {
+  const value = versions[name];
+  if (value === undefined) throw new Error(`toolchain.env does not set ${name}`);
+  return value;
+}
+
 export const toolchain = {
   kubeVersion: versions.KUBE_VERSION!,
   etcdVersion: versions.ETCD_VERSION!,
@@ -27,10 +34,39 @@ export function cacheDir(): string {
   return process.env.KVPOOL_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'kvpool');
 }
 
-export type KubeBinary = 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kubectl';
+export type KubeBinary =
+  | 'kube-apiserver'
+  | 'kube-controller-manager'
+  | 'kube-scheduler'
+  | 'kubectl'
+  | 'kubelet'
+  | 'kube-proxy';
 
 export function kubeBinary(name: KubeBinary): string {
   return requireFile(join(cacheDir(), 'kube', toolchain.kubeVersion, name), name);
+}
+
+/** What a node runs besides the kubelet: containerd (with its shim and ctr), runc, crictl. */
+export type NodeBinary = 'containerd' | 'containerd-shim-runc-v2' | 'ctr' | 'runc' | 'crictl';
+
+const nodeComponents: Record<NodeBinary, [dir: string, version: string]> = {
+  containerd: ['containerd', 'CONTAINERD_VERSION'],
+  'containerd-shim-runc-v2': ['containerd', 'CONTAINERD_VERSION'],
+  ctr: ['containerd', 'CONTAINERD_VERSION'],
+  runc: ['runc', 'RUNC_VERSION'],
+  crictl: ['crictl', 'CRICTL_VERSION'],
+};
+
+export function nodeBinary(name: NodeBinary): string {
+  const [dir, version] = nodeComponents[name];
+  return requireFile(join(cacheDir(), dir, toolchainValue(version), name), name);
+}
+
+/** The directory of the CNI plugins (bridge, host-local, loopback, portmap). */
+export function cniPluginDir(): string {
+  const dir = join(cacheDir(), 'cni-plugins', toolchainValue('CNI_PLUGINS_VERSION'));
+  requireFile(join(dir, 'bridge'), 'the CNI plugins');
+  return dir;
 }
 
 export function etcdBinary(): string {

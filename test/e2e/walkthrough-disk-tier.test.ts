@@ -145,7 +145,7 @@ describe('Step 5: the local disk tier on the local cluster', () => {
       (x) => x.status?.phase === 'Ready' && x.status.capacity?.total === '2176Mi',
     );
     const ip = await servingLeaderIP('disk-small');
-    const client = { master: `${ip}:50051`, host: e.cluster.agent.nodeIP(e.cluster.nodes[0]!)! };
+    const client = { master: `${ip}:50051`, host: e.cluster.hostAddress };
     const block = (i: number) => Buffer.alloc(MiB, i % 251);
     const puts = await runStoreClient(
       client,

@@ -74,12 +74,12 @@ describe('the walkthrough store on the local cluster', () => {
   };
   const write = async (key: string, ip: string) =>
     runStoreClient(
-      { master: `${ip}:50051`, host: e.cluster.agent.nodeIP(e.cluster.nodes[0]!)!, tenant: 'default' },
+      { master: `${ip}:50051`, host: e.cluster.hostAddress, tenant: 'default' },
       [{ op: 'put', key, data: Buffer.from(`value of ${key}`) }],
     );
   const read = async (key: string, ip: string) =>
     runStoreClient(
-      { master: `${ip}:50051`, host: e.cluster.agent.nodeIP(e.cluster.nodes[0]!)!, tenant: 'default' },
+      { master: `${ip}:50051`, host: e.cluster.hostAddress, tenant: 'default' },
       [{ op: 'get', key }],
     );
 

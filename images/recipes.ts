@@ -1,0 +1,185 @@
+// The project's images: what each holds, layer by layer. This file is the one source of truth for
+// their contents; `npm run images` builds them (images/build.ts) and the local cluster loads them.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectRoot, toolchain, toolchainValue } from '../src/local/toolchain.ts';
+
+/** How a layer's directory is made. */
+export type LayerRecipe =
+  | { kind: 'debootstrap'; suite: string; include: string[] }
+  | { kind: 'chroot'; script: string }
+  | { kind: 'files'; files: FileCopy[] };
+
+export type FileCopy =
+  | {
+      /**
+       * Source: a file or directory of the checkout, or a built input: `@production-node-modules`
+       * (the lock file's production dependencies), `@pause`, `@coredns` (binaries from set-up).
+       */
+      from: string;
+      /** Destination inside the image. */
+      to: string;
+      mode?: number;
+      /** Strip debug symbols from an ELF binary (the Node binary ships with them). */
+      strip?: boolean;
+    }
+  | { symlink: string; to: string };
+
+export interface Layer {
+  name: string;
+  recipe: LayerRecipe;
+  /** Layers this one is built on (chroot layers run on top of them). */
+  parents: string[];
+}
+
+export interface Image {
+  name: string;
+  /** Full references; the first is the image's own name. */
+  references: string[];
+  layers: string[];
+  user?: string;
+  env?: string[];
+  entrypoint?: string[];
+  workingDir?: string;
+  description: string;
+}
+
+export const version = (JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { version: string })
+  .version;
+
+const debianSuite = 'bookworm';
+const mooncakePackages = toolchainValue('MOONCAKE_DEBIAN_PACKAGES').split(/\s+/).filter(Boolean);
+const defaultPath = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+export const storeImage = `docker.io/kvpool/kvpool-store:${version}-mooncake${toolchain.mooncakeVersion}`;
+export const operatorImage = `docker.io/kvpool/kvpool-operator:${version}`;
+export const pauseImage = 'registry.k8s.io/pause:3.10.1';
+export const corednsImage = `registry.k8s.io/coredns/coredns:${toolchainValue('COREDNS_VERSION')}`;
+
+/**
+ * The gpustack/runner tags the engine stand-in answers to: the walkthrough's, and the default tags
+ * the operator renders for the engines it knows. Any other runner tag is not on the local cluster's
+ * nodes, so a Pod naming it fails to pull, as it would on a cluster without it.
+ */
+export const runnerTags = ['cuda13.0-vllm0.29.0', 'sglang0.5.18'];
+
+export const layers: Layer[] = [
+  {
+    name: 'debian',
+    parents: [],
+    recipe: { kind: 'debootstrap', suite: debianSuite, include: ['ca-certificates'] },
+  },
+  {
+    name: 'mooncake',
+    parents: ['debian'],
+    recipe: {
+      kind: 'chroot',
+      script: [
+        `apt-get update -qq`,
+        `apt-get install -y -qq --no-install-recommends python3 python3-venv libstdc++6 ${mooncakePackages.join(' ')} >/dev/null`,
+        `python3 -m venv /opt/mooncake`,
+        `/opt/mooncake/bin/pip install --no-cache-dir --disable-pip-version-check -q ${toolchainValue('MOONCAKE_PACKAGE')}==${toolchain.mooncakeVersion}`,
+        `/opt/mooncake/bin/pip uninstall -y -q pip setuptools`,
+        `/opt/mooncake/bin/python -c 'import mooncake.store, aiohttp'`,
+        `test -x /opt/mooncake/bin/mooncake_master`,
+        `apt-get purge -y -qq python3-venv python3-pip-whl python3-setuptools-whl >/dev/null`,
+        `apt-get clean`,
+        `rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/* /usr/share/doc /usr/share/man /root/.cache`,
+      ].join('\n'),
+    },
+  },
+  {
+    name: 'node',
+    parents: [],
+    recipe: {
+      kind: 'files',
+      files: [{ from: 'node_modules/node/bin/node', to: '/usr/local/bin/node', mode: 0o755, strip: true }],
+    },
+  },
+  {
+    name: 'kvpool',
+    parents: [],
+    recipe: {
+      kind: 'files',
+      files: [
+        { from: 'package.json', to: '/opt/kvpool/package.json' },
+        { from: 'toolchain.env', to: '/opt/kvpool/toolchain.env' },
+        { from: 'src', to: '/opt/kvpool/src' },
+        { from: '@production-node-modules', to: '/opt/kvpool/node_modules' },
+        { from: 'images/store/kvpool-store', to: '/usr/local/bin/kvpool-store', mode: 0o755 },
+      ],
+    },
+  },
+  {
+    name: 'engine-standin',
+    parents: [],
+    recipe: {
+      kind: 'files',
+      files: [
+        { from: 'engine-standin', to: '/opt/engine-standin' },
+        { symlink: '/opt/engine-standin/bin/vllm', to: '/usr/local/bin/vllm' },
+      ],
+    },
+  },
+  {
+    name: 'pause',
+    parents: [],
+    recipe: { kind: 'files', files: [{ from: '@pause', to: '/pause', mode: 0o755 }] },
+  },
+  {
+    name: 'coredns',
+    parents: [],
+    recipe: { kind: 'files', files: [{ from: '@coredns', to: '/coredns', mode: 0o755 }] },
+  },
+];
+
+export const images: Image[] = [
+  {
+    name: 'kvpool-store',
+    description: 'the store: kvpool-store (leader election, members) and the published Mooncake wheel',
+    references: [storeImage],
+    layers: ['debian', 'mooncake', 'node', 'kvpool'],
+    user: '65532:0',
+    env: [`PATH=/opt/mooncake/bin:${defaultPath}`, 'PYTHONUNBUFFERED=1'],
+    entrypoint: ['kvpool-store'],
+    workingDir: '/opt/kvpool',
+  },
+  {
+    name: 'kvpool-operator',
+    description: 'the operator (controllers and admission webhooks)',
+    references: [operatorImage],
+    layers: ['debian', 'node', 'kvpool'],
+    user: '65532:0',
+    env: [`PATH=${defaultPath}`],
+    entrypoint: ['node', '/opt/kvpool/src/cli/kvpool.ts', 'operator'],
+    workingDir: '/opt/kvpool',
+  },
+  {
+    name: 'engine-standin',
+    description: 'a stand-in for vLLM and SGLang (no model runs) on the real Mooncake client',
+    references: runnerTags.map((t) => `docker.io/gpustack/runner:${t}`),
+    layers: ['debian', 'mooncake', 'engine-standin'],
+    env: [`PATH=/opt/mooncake/bin:${defaultPath}`, 'PYTHONPATH=/opt/engine-standin/python', 'PYTHONUNBUFFERED=1'],
+  },
+  {
+    name: 'pause',
+    description: "the Pod sandbox's first process (images/pause/pause.go)",
+    references: [pauseImage],
+    layers: ['pause'],
+    user: '65535:65535',
+    entrypoint: ['/pause'],
+  },
+  {
+    name: 'coredns',
+    description: 'cluster DNS, CoreDNS built from Go modules',
+    references: [corednsImage],
+    layers: ['coredns'],
+    entrypoint: ['/coredns'],
+  },
+];
+
+export function layerNamed(name: string): Layer {
+  const layer = layers.find((l) => l.name === name);
+  if (!layer) throw new Error(`no layer named ${name}`);
+  return layer;
+}
