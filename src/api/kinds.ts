@@ -36,8 +36,10 @@ export interface KindDefinition {
   columns: PrinterColumn[];
 }
 
-// Every kind is under the reference system's category.
-const gpustack = ['gpustack'];
+// Every kind is under the reference system's `gpustack`; the project's own kinds are also under `kvpool`,
+// and the three cache kinds under `kvcache`.
+const cacheKinds = ['gpustack', 'kvpool', 'kvcache'];
+const workerKinds = ['gpustack', 'kvpool'];
 
 const phase: PrinterColumn = { name: 'Phase', type: 'string', jsonPath: '.status.phase' };
 const age: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
@@ -53,7 +55,7 @@ export const kinds = {
     scope: 'Cluster',
     description:
       'KVCacheBackend is a KV-cache store: one the operator runs (a leader and per-node member groups holding memory segments, optionally with a disk tier) or an existing one it only observes. KVCachePools hand out its capacity.',
-    categories: gpustack,
+    categories: cacheKinds,
     spec: KVCacheBackendSpec,
     status: KVCacheBackendStatus,
     specRequired: true,
@@ -75,7 +77,7 @@ export const kinds = {
     scope: 'Cluster',
     description:
       'KVCachePool is a share of one KVCacheBackend that KVCachePoolBindings hand out to namespaces.',
-    categories: gpustack,
+    categories: cacheKinds,
     spec: KVCachePoolSpec,
     status: KVCachePoolStatus,
     specRequired: true,
@@ -97,7 +99,7 @@ export const kinds = {
     scope: 'Namespaced',
     description:
       "KVCachePoolBinding grants its namespace a quota on a KVCachePool under one reuse domain: engines attached through it share that domain's cache.",
-    categories: gpustack,
+    categories: cacheKinds,
     spec: KVCachePoolBindingSpec,
     status: KVCachePoolBindingStatus,
     specRequired: true,
@@ -120,7 +122,7 @@ export const kinds = {
     scope: 'Namespaced',
     description:
       'ModelDeployment serves a model with vLLM or SGLang in roles of replicas; with spec.kvCache every replica shares the reuse domain of a KVCachePoolBinding.',
-    categories: gpustack,
+    categories: workerKinds,
     spec: ModelDeploymentSpec,
     status: ModelDeploymentStatus,
     specRequired: true,
@@ -142,7 +144,7 @@ export const kinds = {
     scope: 'Cluster',
     description:
       'InstanceType is a class of node a ModelDeployment role runs on: its accelerator, OS, architecture, and the CPU and memory that come with each card.',
-    categories: gpustack,
+    categories: workerKinds,
     spec: InstanceTypeSpec,
     status: InstanceTypeStatus,
     specRequired: true,
@@ -164,7 +166,7 @@ export const kinds = {
     scope: 'Namespaced',
     description:
       "Setting is one operator setting, in the operator namespace: the object's name is the setting and spec.value its value; a setting with no object takes its default.",
-    categories: gpustack,
+    categories: ['gpustack'],
     spec: SettingSpec,
     specRequired: true,
     columns: [{ name: 'Value', type: 'string', jsonPath: '.spec.value' }, age],
