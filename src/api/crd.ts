@@ -1,7 +1,7 @@
 // Renders a CustomResourceDefinition from a kind's definition. The schemas in src/api are the single
 // source of truth: deploy/crds is generated from here and a test fails when it is stale.
 import type { KubeObject } from '../kube/object.ts';
-import { category, type KindDefinition, type KindName, kinds } from './kinds.ts';
+import { type KindDefinition, type KindName, kinds } from './kinds.ts';
 
 /** Drops TypeBox's symbol markers and returns plain JSON Schema. */
 function plain(schema: unknown): Record<string, unknown> {
@@ -10,13 +10,21 @@ function plain(schema: unknown): Record<string, unknown> {
 
 export type CustomResourceDefinition = KubeObject & { spec: Record<string, unknown> };
 
-export function renderCrd(def: KindDefinition): CustomResourceDefinition {
-  const properties: Record<string, unknown> = {
-    apiVersion: { type: 'string' },
-    kind: { type: 'string' },
+/** The fields every object has, described as kubectl explain prints them. */
+function objectFields(def: KindDefinition): Record<string, unknown> {
+  return {
+    apiVersion: {
+      type: 'string',
+      description: `The API group and version of the object: ${def.group}/${def.version}.`,
+    },
+    kind: { type: 'string', description: `The kind of the object: ${def.kind}.` },
+    // The apiserver refuses anything here but the type, and explains metadata as ObjectMeta itself.
     metadata: { type: 'object' },
-    spec: plain(def.spec),
   };
+}
+
+export function renderCrd(def: KindDefinition): CustomResourceDefinition {
+  const properties: Record<string, unknown> = { ...objectFields(def), spec: plain(def.spec) };
   if (def.status) properties.status = plain(def.status);
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
@@ -30,7 +38,7 @@ export function renderCrd(def: KindDefinition): CustomResourceDefinition {
         plural: def.plural,
         singular: def.singular,
         ...(def.shortNames.length ? { shortNames: [...def.shortNames] } : {}),
-        categories: [category],
+        categories: [...def.categories],
       },
       scope: def.scope,
       versions: [
@@ -43,6 +51,7 @@ export function renderCrd(def: KindDefinition): CustomResourceDefinition {
           schema: {
             openAPIV3Schema: {
               type: 'object',
+              description: def.description,
               properties,
               required: def.specRequired ? ['spec'] : [],
             },

@@ -26,11 +26,20 @@ export interface KindDefinition {
   singular: string;
   shortNames: string[];
   scope: 'Namespaced' | 'Cluster';
+  /** What one object of the kind is: the root description `kubectl explain <kind>` prints. */
+  description: string;
+  /** Names `kubectl get <category>` lists the kind under (docs/decisions: resource categories). */
+  categories: readonly string[];
   spec: TSchema;
   status?: TSchema;
   specRequired: boolean;
   columns: PrinterColumn[];
 }
+
+// Every kind is under the reference system's `gpustack`; the project's own kinds are also under `kvpool`,
+// and the three cache kinds under `kvcache`.
+const cacheKinds = ['gpustack', 'kvpool', 'kvcache'];
+const workerKinds = ['gpustack', 'kvpool'];
 
 const phase: PrinterColumn = { name: 'Phase', type: 'string', jsonPath: '.status.phase' };
 const age: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
@@ -44,6 +53,9 @@ export const kinds = {
     singular: 'kvcachebackend',
     shortNames: ['kvcb'],
     scope: 'Cluster',
+    description:
+      'KVCacheBackend is a KV-cache store: one the operator runs (a leader and per-node member groups holding memory segments, optionally with a disk tier) or an existing one it only observes. KVCachePools hand out its capacity.',
+    categories: cacheKinds,
     spec: KVCacheBackendSpec,
     status: KVCacheBackendStatus,
     specRequired: true,
@@ -63,6 +75,9 @@ export const kinds = {
     singular: 'kvcachepool',
     shortNames: ['kvcp'],
     scope: 'Cluster',
+    description:
+      'KVCachePool is a share of one KVCacheBackend that KVCachePoolBindings hand out to namespaces.',
+    categories: cacheKinds,
     spec: KVCachePoolSpec,
     status: KVCachePoolStatus,
     specRequired: true,
@@ -82,6 +97,9 @@ export const kinds = {
     singular: 'kvcachepoolbinding',
     shortNames: ['kvcpb'],
     scope: 'Namespaced',
+    description:
+      "KVCachePoolBinding grants its namespace a quota on a KVCachePool under one reuse domain: engines attached through it share that domain's cache.",
+    categories: cacheKinds,
     spec: KVCachePoolBindingSpec,
     status: KVCachePoolBindingStatus,
     specRequired: true,
@@ -102,6 +120,9 @@ export const kinds = {
     singular: 'modeldeployment',
     shortNames: ['md'],
     scope: 'Namespaced',
+    description:
+      'ModelDeployment serves a model with vLLM or SGLang in roles of replicas; with spec.kvCache every replica shares the reuse domain of a KVCachePoolBinding.',
+    categories: workerKinds,
     spec: ModelDeploymentSpec,
     status: ModelDeploymentStatus,
     specRequired: true,
@@ -121,6 +142,9 @@ export const kinds = {
     singular: 'instancetype',
     shortNames: [],
     scope: 'Cluster',
+    description:
+      'InstanceType is a class of node a ModelDeployment role runs on: its accelerator, OS, architecture, and the CPU and memory that come with each card.',
+    categories: workerKinds,
     spec: InstanceTypeSpec,
     status: InstanceTypeStatus,
     specRequired: true,
@@ -140,6 +164,9 @@ export const kinds = {
     singular: 'setting',
     shortNames: ['set'],
     scope: 'Namespaced',
+    description:
+      "Setting is one operator setting, in the operator namespace: the object's name is the setting and spec.value its value; a setting with no object takes its default.",
+    categories: ['gpustack'],
     spec: SettingSpec,
     specRequired: true,
     columns: [{ name: 'Value', type: 'string', jsonPath: '.spec.value' }, age],
@@ -147,4 +174,3 @@ export const kinds = {
 } as const satisfies Record<string, KindDefinition>;
 
 export type KindName = keyof typeof kinds;
-export const category = 'gpustack';

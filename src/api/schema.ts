@@ -92,41 +92,94 @@ export const dns1123Label = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 export const dns1123Subdomain = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
 
 export const EnvVar = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 256 }),
-  value: Type.Optional(Type.String({ maxLength: 32768 })),
+  name: Type.String({ minLength: 1, maxLength: 256, description: 'Name of the environment variable.' }),
+  value: Type.Optional(
+    Type.String({
+      maxLength: 32768,
+      description:
+        'Value of the variable; empty when unset. Anyone who can read this object can read it, so it must hold no credentials.',
+    }),
+  ),
 });
 export type EnvVar = Static<typeof EnvVar>;
 
 export const LocalObjectReference = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 253, pattern: dns1123Subdomain }),
+  name: Type.String({
+    minLength: 1,
+    maxLength: 253,
+    pattern: dns1123Subdomain,
+    description:
+      'Name of a Secret holding registry credentials (type kubernetes.io/dockerconfigjson), in the namespace of the Pods that pull the image.',
+  }),
 });
 
 /** metav1.Condition, as every status here carries it. */
 export const Condition = Type.Object({
-  type: Type.String({ minLength: 1, maxLength: 316 }),
-  status: StringEnum(['True', 'False', 'Unknown'] as const),
-  reason: Type.String({ minLength: 1, maxLength: 1024 }),
-  message: Type.String({ maxLength: 32768 }),
-  observedGeneration: Type.Optional(Type.Integer({ format: 'int64', minimum: 0 })),
-  lastTransitionTime: Type.String({ format: 'date-time' }),
+  type: Type.String({
+    minLength: 1,
+    maxLength: 316,
+    description: 'What the condition is about, in CamelCase; each type appears once in the list.',
+  }),
+  status: StringEnum(['True', 'False', 'Unknown'] as const, {
+    description: 'True, False, or Unknown when the operator cannot tell yet.',
+  }),
+  reason: Type.String({
+    minLength: 1,
+    maxLength: 1024,
+    description: 'Why the condition has its status: one CamelCase word, stable for programs to match.',
+  }),
+  message: Type.String({
+    maxLength: 32768,
+    description: 'What was observed and, when something is wrong, what to do about it, for people to read.',
+  }),
+  observedGeneration: Type.Optional(
+    Type.Integer({
+      format: 'int64',
+      minimum: 0,
+      description:
+        'The metadata.generation of the object the condition was decided from; behind the current generation, the newest spec has not been judged yet.',
+    }),
+  ),
+  lastTransitionTime: Type.String({
+    format: 'date-time',
+    description: 'When status last changed; a new reason or message alone does not move it.',
+  }),
 });
 export type Condition = Static<typeof Condition>;
 
-export const Conditions = MapList(Condition, ['type'], 32);
+/** The conditions list of one kind; `description` names the types that kind reports. */
+export function Conditions(description: string) {
+  return MapList(Condition, ['type'], 32, { description });
+}
 
 /** A consumer's claim on a provider (`status.usedBy[]`). */
 export const UsedByEntry = Type.Object({
-  kind: Type.String({ maxLength: 63 }),
-  namespace: Type.String({ maxLength: 63 }),
-  name: Type.String({ maxLength: 253 }),
+  kind: Type.String({ maxLength: 63, description: 'Kind of the object that uses this one.' }),
+  namespace: Type.String({
+    maxLength: 63,
+    description:
+      "Namespace of that object; empty when it is cluster-scoped or lives in this object's own namespace.",
+  }),
+  name: Type.String({ maxLength: 253, description: 'Name of the object that uses this one.' }),
 });
 export type UsedByEntry = Static<typeof UsedByEntry>;
 
-export const UsedBy = MapList(UsedByEntry, ['kind', 'namespace', 'name'], 1024);
+/** The objects that use a provider; `description` says which kind and what they hold up. */
+export function UsedBy(description: string) {
+  return MapList(UsedByEntry, ['kind', 'namespace', 'name'], 1024, { description });
+}
 
-/** The status fields every kind here shares. */
-export const phaseFields = {
-  phase: Type.Optional(Type.String({ maxLength: 32 })),
-  phaseMessage: Type.Optional(Type.String({ maxLength: 32768 })),
-  conditions: Type.Optional(Conditions),
-};
+/** The status fields every kind here shares, described for one kind. */
+export function phaseFields(doc: { phase: string; conditions: string }) {
+  return {
+    phase: Type.Optional(Type.String({ maxLength: 32, description: doc.phase })),
+    phaseMessage: Type.Optional(
+      Type.String({
+        maxLength: 32768,
+        description:
+          'Why the object is in its phase and, when something is wrong, what to do about it; read the conditions for the detail.',
+      }),
+    ),
+    conditions: Type.Optional(Conditions(doc.conditions)),
+  };
+}

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import type { KVCacheBackend, KVCachePoolBinding, ModelDeployment } from '../../src/api/types.ts';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 import { ensureNamespace, kubectl, testClient } from '../support/cluster.ts';
-import { seedFiles, seedText } from '../support/seed.ts';
+import { seedFiles, seedObjects, seedText } from '../support/seed.ts';
 
 const instanceType = 'local-cpu';
 const v1 = 'worker.gpustack.ai/v1';
@@ -136,5 +136,47 @@ describe('the walkthrough manifests', () => {
       await kubectl(['get', 'instancetype', '--no-headers']),
       new RegExp(`^${instanceType}\\s`, 'm'),
     );
+  });
+
+  it('groups the kinds into the kvcache and kvpool categories', async () => {
+    const kindsIn = async (category: string) =>
+      (await kubectl(['api-resources', `--categories=${category}`, '--no-headers', '-o', 'name']))
+        .split('\n')
+        .filter(Boolean)
+        .sort();
+    const cache = [
+      'kvcachebackends.worker.gpustack.ai',
+      'kvcachepoolbindings.worker.gpustack.ai',
+      'kvcachepools.worker.gpustack.ai',
+    ];
+    assert.deepEqual(await kindsIn('kvcache'), cache);
+    assert.deepEqual(
+      await kindsIn('kvpool'),
+      [...cache, 'instancetypes.worker.gpustack.ai', 'modeldeployments.worker.gpustack.ai'].sort(),
+    );
+  });
+
+  it('lists the walkthrough’s backends, pool and Bindings with kubectl get kvcache -A', async () => {
+    const objects = seedFiles().flatMap((file) => seedObjects(file, instanceType));
+    // A row names kind.group/name after its namespace; kubectl leaves the column blank for a
+    // cluster-scoped kind listed beside namespaced ones, or drops it.
+    const row = (o: KubeObject) => {
+      const name = `${o.kind.toLowerCase()}\\.worker\\.gpustack\\.ai/${o.metadata.name}`;
+      return new RegExp(`^${o.metadata.namespace ? `${o.metadata.namespace} +` : ' *'}${name}\\s`, 'm');
+    };
+    const cache = objects.filter((o) => o.kind !== 'ModelDeployment');
+    assert.deepEqual([...new Set(cache.map((o) => o.kind))].sort(), [
+      'KVCacheBackend',
+      'KVCachePool',
+      'KVCachePoolBinding',
+    ]);
+    const listed = await kubectl(['get', 'kvcache', '-A']);
+    for (const o of cache) assert.match(listed, row(o), `kubectl get kvcache -A printed:\n${listed}`);
+    assert.doesNotMatch(listed, /modeldeployment\.|instancetype\./);
+
+    const wider = await kubectl(['get', 'kvpool', '-A']);
+    for (const o of objects) assert.match(wider, row(o), `kubectl get kvpool -A printed:\n${wider}`);
+    assert.match(wider, new RegExp(`^instancetype\\.worker\\.gpustack\\.ai/${instanceType}\\s`, 'm'));
+    assert.doesNotMatch(wider, /setting\.gpustack\.ai/);
   });
 });

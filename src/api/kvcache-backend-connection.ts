@@ -1,0 +1,171 @@
+// How a KVCacheBackend reaches its store (KV-cache spec §1.1, §3.1): managed (the operator runs a
+// leader and member groups) or external (an existing store it only observes).
+import { MemberGroup } from './kvcache-backend-members.ts';
+import { AtomicList, cel, EnvVar, MapList, StringEnum, Type } from './schema.ts';
+
+const Leader = Type.Object(
+  {
+    replicas: Type.Optional(
+      Type.Integer({
+        format: 'int32',
+        minimum: 1,
+        maximum: 5,
+        default: 1,
+        description:
+          'Leader Pods, 1 to 5. Defaults to 1. Above 1 the extra Pods are unready standbys that take over through the election, so it needs electionBackend Kubernetes; the Deployment then shows N desired, 1 ready.',
+      }),
+    ),
+    electionBackend: Type.Optional(
+      StringEnum(['Kubernetes', 'None'] as const, {
+        default: 'Kubernetes',
+        description:
+          'Kubernetes: a Lease <name>-leader in the operator namespace picks the serving leader, at any replica count. None: one leader, serving from its start (replicas must then be 1). Defaults to Kubernetes. A change restarts the leader and every member, losing the cache.',
+      }),
+    ),
+    memberAddressing: Type.Optional(
+      StringEnum(['Service', 'Lease'] as const, {
+        default: 'Service',
+        description:
+          'How members find the leader while an election runs: Service (<name>-leader.<namespace>.svc:50051) or Lease (the holder the Lease names). Defaults to Service. Ignored with electionBackend None; a change recreates every member.',
+      }),
+    ),
+    allocationStrategy: Type.Optional(
+      StringEnum(['FreeRatioFirst', 'Random'] as const, {
+        default: 'FreeRatioFirst',
+        description:
+          'How the leader picks the segment for a new object: FreeRatioFirst (the segment with the largest free share) or Random. Defaults to FreeRatioFirst.',
+      }),
+    ),
+    multiTenancy: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description:
+          "Whether the leader keeps a tenant ledger, so each Binding's reuse domain has its own quota. Defaults to true. With false every write lands in one shared tenant and the backend serves one reuse domain; admission refuses turning it off while a KVCachePool uses the backend.",
+      }),
+    ),
+    extraArgs: Type.Optional(
+      AtomicList(Type.String({ minLength: 1, maxLength: 4096 }), 64, {
+        description:
+          "Extra mooncake_master flags, one -key or -key=value token per entry, after the flags the operator derives (a repeated key's later value wins). Admission refuses flags derived from fields or that would break the store: ports, addresses, election, multi-tenancy and quota policy, offload, CXL, oplog and etcd, snapshot and memory_allocator.",
+      }),
+    ),
+    extraEnv: Type.Optional(
+      MapList(EnvVar, ['name'], 64, {
+        description:
+          'Extra environment of the leader container, after what the operator renders. Admission refuses KUBERNETES_POD_NAME, KUBERNETES_POD_NAMESPACE and KUBERNETES_POD_IP.',
+      }),
+    ),
+  },
+  {
+    description:
+      'The leader (the Mooncake master): a Deployment and Service <name>-leader in the operator namespace. {} takes every default.',
+    ...cel({
+      rule: "!has(self.replicas) || self.replicas <= 1 || !has(self.electionBackend) || self.electionBackend == 'Kubernetes'",
+      message:
+        'spec.connection.managed.leader.replicas above 1 needs an election: set leader.electionBackend to Kubernetes, or leader.replicas to 1',
+      fieldPath: '.replicas',
+    }),
+  },
+);
+
+const Managed = Type.Object(
+  {
+    leader: Leader,
+    members: AtomicList(MemberGroup, 32, {
+      minItems: 1,
+      description:
+        "Member groups, 1 to 32; together their segments are the store's capacity. A group's position is its identity: append new groups and remove only the last; admission refuses reordering, removing from the middle, and changing the medium at a position. At most one group may declare localDisks.",
+      ...cel(
+        {
+          rule: 'self.filter(m, has(m.localDisks) && size(m.localDisks) > 0).size() <= 1',
+          message:
+            'spec.connection.managed.members: at most one member group per backend may declare localDisks; declare the tier on a new backend',
+        },
+        {
+          // A group's position is its identity: medium may not change at a position both lists have.
+          rule: '[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31].all(i, i >= size(self) || i >= size(oldSelf) || self[i].medium == oldSelf[i].medium)',
+          message:
+            'spec.connection.managed.members[].medium is immutable per position: to change a medium, append a new group and remove the old one, or create a new backend',
+        },
+      ),
+    }),
+    scaleIn: Type.Optional(
+      Type.Object(
+        {
+          gracePeriodSeconds: Type.Optional(
+            Type.Integer({
+              format: 'int32',
+              minimum: 0,
+              maximum: 3600,
+              description:
+                'Seconds a stopping member of a disk-tier group keeps running after its tier is deregistered (peers then get clean misses), 0 to 3600. Unset means 0. Its Pod gets this plus 60 seconds to terminate.',
+            }),
+          ),
+        },
+        { description: 'How members of the group with localDisks stop; other groups ignore it.' },
+      ),
+    ),
+  },
+  {
+    description:
+      "The operator runs the store in its own namespace: a leader, and one member DaemonSet per group. Admission refuses a backend name that makes a rendered object's name an invalid DNS-1035 label (at most 63 characters, starting with a letter, no dots).",
+  },
+);
+
+const Endpoint = Type.Object({
+  name: StringEnum(['Client', 'Admin'] as const, {
+    description:
+      'Client: the RPC address engines dial (usually port 50051). Admin: the admin and metrics address the operator reads (usually port 9003).',
+  }),
+  address: Type.String({
+    minLength: 1,
+    maxLength: 259,
+    description:
+      'host:port and nothing else (no scheme, path, user or spaces), with a port from 1 to 65535; for example store.example.com:50051.',
+    ...cel({
+      rule: "self.matches('^([A-Za-z0-9.-]+|\\\\[[0-9A-Fa-f:.]+\\\\]):[0-9]{1,5}$') && int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535",
+      message:
+        'connection.external.endpoints[].address must be host:port with a port in 1..65535 and nothing else (no scheme, path, user or spaces), for example store.example.com:50051',
+    }),
+  }),
+});
+
+const External = Type.Object(
+  {
+    endpoints: MapList(Endpoint, ['name'], 2, {
+      description: 'The store’s two addresses, keyed by name: exactly one Client and one Admin entry.',
+      ...cel({
+        rule: "self.exists(e, e.name == 'Client') && self.exists(e, e.name == 'Admin')",
+        message:
+          'spec.connection.external.endpoints needs both a Client (the RPC address engines dial, :50051) and an Admin (the admin/metrics address, :9003) entry',
+      }),
+    }),
+  },
+  {
+    description:
+      'An existing Mooncake store: the operator creates nothing for it, reads its health and capacity on the Admin address and hands the Client address to engines.',
+  },
+);
+
+export const Connection = Type.Object(
+  {
+    managed: Type.Optional(Managed),
+    external: Type.Optional(External),
+  },
+  {
+    description:
+      'Where the store comes from: exactly one of managed (the operator runs it) or external (an existing store). The branch cannot change; create a new backend and move the pools to it instead.',
+    ...cel(
+      {
+        rule: 'has(self.managed) != has(self.external)',
+        message:
+          'spec.connection must set exactly one of managed (the operator runs the store) or external (an existing store); remove the other',
+      },
+      {
+        rule: 'has(self.managed) == has(oldSelf.managed)',
+        message:
+          'spec.connection cannot switch between managed and external: create a new backend with the other branch and move the pools to it',
+      },
+    ),
+  },
+);
