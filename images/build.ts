@@ -2,7 +2,16 @@
 // archive keyed by a hash of what it is made from, so an unchanged image is never rebuilt.
 // Usage: node images/build.ts [image ...] [--record]   (--record writes the sizes to bench/results/images.json)
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { cacheDir, projectRoot, toolchainValue } from '../src/local/toolchain.ts';
 import { type Layer as BuiltLayer, writeImageArchive, writeLayer } from './lib/oci.ts';
@@ -52,7 +61,9 @@ function builtInput(from: string): { path: string; key: string } {
     }
     case '@pause': {
       // Keyed as scripts/build-node.sh keys it: the source's sha256.
-      const key = createHash('sha256').update(readFileSync(join(projectRoot, 'images/pause/pause.go'))).digest('hex');
+      const key = createHash('sha256')
+        .update(readFileSync(join(projectRoot, 'images/pause/pause.go')))
+        .digest('hex');
       return { path: join(cacheDir(), 'pause', key.slice(0, 16), 'pause'), key };
     }
     case '@coredns': {
@@ -76,7 +87,11 @@ function layerKey(layer: Layer): string {
       : r.kind === 'debootstrap'
         ? [debianMirror]
         : [];
-  const key = sha256(JSON.stringify(r), ...layer.parents.map((p) => layerKey(layerNamed(p))), ...inputs).slice(0, 16);
+  const key = sha256(
+    JSON.stringify(r),
+    ...layer.parents.map((p) => layerKey(layerNamed(p))),
+    ...inputs,
+  ).slice(0, 16);
   layerKeys.set(layer.name, key);
   return key;
 }
@@ -88,9 +103,12 @@ async function ensureProductionNodeModules(dest: string): Promise<void> {
   if (existsSync(join(dest, '.complete'))) return;
   rmSync(dest, { recursive: true, force: true });
   mkdirSync(dest, { recursive: true });
-  for (const f of ['package.json', 'package-lock.json']) writeFileSync(join(dest, f), readFileSync(join(projectRoot, f)));
+  for (const f of ['package.json', 'package-lock.json'])
+    writeFileSync(join(dest, f), readFileSync(join(projectRoot, f)));
   console.error('[images] installing production node_modules (npm ci --omit=dev)');
-  await run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dest });
+  await run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd: dest,
+  });
   writeFileSync(join(dest, '.complete'), '');
 }
 
@@ -104,10 +122,26 @@ async function copyInto(root: string, copy: FileCopy): Promise<void> {
   const source = builtInput(copy.from);
   if (copy.from === '@production-node-modules') await ensureProductionNodeModules(source.path);
   const from = copy.from === '@production-node-modules' ? join(source.path, 'node_modules') : source.path;
-  if (!existsSync(from)) throw new Error(`image input ${copy.from} is missing at ${from}: run \`npm run setup\``);
+  if (!existsSync(from))
+    throw new Error(`image input ${copy.from} is missing at ${from}: run \`npm run setup\``);
   if (copy.strip) await run('strip', ['--strip-debug', '-o', dest, from]);
   else await run('cp', ['-a', '--no-preserve=ownership', from, dest]);
-  await run('find', [dest, '(', '-name', '__pycache__', '-o', '-name', '.pytest_cache', ')', '-prune', '-exec', 'rm', '-rf', '{}', '+']);
+  await run('find', [
+    dest,
+    '(',
+    '-name',
+    '__pycache__',
+    '-o',
+    '-name',
+    '.pytest_cache',
+    ')',
+    '-prune',
+    '-exec',
+    'rm',
+    '-rf',
+    '{}',
+    '+',
+  ]);
   if (copy.mode !== undefined) await run('chmod', [copy.mode.toString(8), dest]);
 }
 
@@ -133,17 +167,27 @@ async function buildLayer(layer: Layer): Promise<BuiltLayer> {
       if (!existsSync(join(dir, '..', `${layer.name}-${key}.complete`))) {
         if (r.kind === 'debootstrap') {
           await debootstrap(dir, r.suite, debianMirror, r.include);
-          await run('sh', ['-c', `rm -rf "${dir}"/var/lib/apt/lists/* "${dir}"/var/cache/apt/*.bin "${dir}"/var/cache/apt/archives/*.deb "${dir}"/var/log/* "${dir}"/usr/share/doc "${dir}"/usr/share/man`]);
+          await run('sh', [
+            '-c',
+            `rm -rf "${dir}"/var/lib/apt/lists/* "${dir}"/var/cache/apt/*.bin "${dir}"/var/cache/apt/archives/*.deb "${dir}"/var/log/* "${dir}"/usr/share/doc "${dir}"/usr/share/man`,
+          ]);
         } else {
           for (const p of layer.parents) await buildLayer(layerNamed(p));
-          await chrootStage(work, layer.parents.map((p) => rootDir(layerNamed(p))), dir, r.script);
+          await chrootStage(
+            work,
+            layer.parents.map((p) => rootDir(layerNamed(p))),
+            dir,
+            r.script,
+          );
         }
         writeFileSync(join(dir, '..', `${layer.name}-${key}.complete`), '');
       }
     }
     const built = await writeLayer(dir, out);
     writeFileSync(meta, JSON.stringify(built));
-    console.error(`[images] layer ${layer.name}: ${mib(built.size)} compressed, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    console.error(
+      `[images] layer ${layer.name}: ${mib(built.size)} compressed, ${((Date.now() - started) / 1000).toFixed(0)} s`,
+    );
     return built;
   } finally {
     rmSync(work, { recursive: true, force: true });
@@ -156,7 +200,16 @@ async function buildImage(image: Image): Promise<BuiltImage> {
   const spec = {
     references: image.references,
     layers: built,
-    config: { user: image.user, env: image.env, entrypoint: image.entrypoint, workingDir: image.workingDir, labels: { 'org.opencontainers.image.title': image.name, 'org.opencontainers.image.description': image.description } },
+    config: {
+      user: image.user,
+      env: image.env,
+      entrypoint: image.entrypoint,
+      workingDir: image.workingDir,
+      labels: {
+        'org.opencontainers.image.title': image.name,
+        'org.opencontainers.image.description': image.description,
+      },
+    },
   };
   const key = sha256(JSON.stringify(spec)).slice(0, 16);
   const archive = join(imagesDir(), `${image.name}-${key}.oci.tar`);
@@ -180,11 +233,14 @@ async function unpackedSize(layers: BuiltLayer[]): Promise<number> {
 
 /** Builds every image (or those named) that is not built yet; returns them. */
 export async function buildImages(names: string[] = []): Promise<BuiltImage[]> {
-  if (process.getuid?.() !== 0) throw new Error('building images needs root (debootstrap, chroot, overlay mounts)');
+  if (process.getuid?.() !== 0)
+    throw new Error('building images needs root (debootstrap, chroot, overlay mounts)');
   const unknown = names.filter((n) => !images.some((i) => i.name === n));
-  if (unknown.length) throw new Error(`no image named ${unknown.join(', ')} (images: ${images.map((i) => i.name).join(', ')})`);
+  if (unknown.length)
+    throw new Error(`no image named ${unknown.join(', ')} (images: ${images.map((i) => i.name).join(', ')})`);
   const out = [];
-  for (const image of images) if (!names.length || names.includes(image.name)) out.push(await buildImage(image));
+  for (const image of images)
+    if (!names.length || names.includes(image.name)) out.push(await buildImage(image));
   return out;
 }
 
@@ -194,10 +250,20 @@ if (import.meta.main) {
   const built = await buildImages(process.argv.slice(2).filter((a) => !a.startsWith('--')));
   console.log('image            size (archive)  unpacked    references');
   for (const b of built) {
-    console.log(`${b.name.padEnd(16)} ${mib(b.size).padStart(14)}  ${mib(b.unpacked).padStart(10)}  ${b.references.join(' ')}`);
+    console.log(
+      `${b.name.padEnd(16)} ${mib(b.size).padStart(14)}  ${mib(b.unpacked).padStart(10)}  ${b.references.join(' ')}`,
+    );
   }
   if (process.argv.includes('--record')) {
-    const record = built.map(({ name, references, size, unpacked }) => ({ name, references, archiveBytes: size, unpackedBytes: unpacked }));
-    writeFileSync(join(projectRoot, 'bench/results/images.json'), `${JSON.stringify({ images: record }, null, 2)}\n`);
+    const record = built.map(({ name, references, size, unpacked }) => ({
+      name,
+      references,
+      archiveBytes: size,
+      unpackedBytes: unpacked,
+    }));
+    writeFileSync(
+      join(projectRoot, 'bench/results/images.json'),
+      `${JSON.stringify({ images: record }, null, 2)}\n`,
+    );
   }
 }

@@ -44,8 +44,9 @@ export interface Image {
   description: string;
 }
 
-export const version = (JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { version: string })
-  .version;
+export const version = (
+  JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { version: string }
+).version;
 
 const debianSuite = 'bookworm';
 const mooncakePackages = toolchainValue('MOONCAKE_DEBIAN_PACKAGES').split(/\s+/).filter(Boolean);
@@ -159,7 +160,11 @@ export const images: Image[] = [
     description: 'a stand-in for vLLM and SGLang (no model runs) on the real Mooncake client',
     references: runnerTags.map((t) => `docker.io/gpustack/runner:${t}`),
     layers: ['debian', 'mooncake', 'engine-standin'],
-    env: [`PATH=/opt/mooncake/bin:${defaultPath}`, 'PYTHONPATH=/opt/engine-standin/python', 'PYTHONUNBUFFERED=1'],
+    env: [
+      `PATH=/opt/mooncake/bin:${defaultPath}`,
+      'PYTHONPATH=/opt/engine-standin/python',
+      'PYTHONUNBUFFERED=1',
+    ],
   },
   {
     name: 'pause',

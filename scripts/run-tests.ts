@@ -1,9 +1,11 @@
 // Runs the test suites on node's built-in runner (which prints its totals), with one shared control
-// plane for the integration tests, then checks that no process the run started is still alive.
+// plane for the integration tests, then checks that no process the run started is still alive and
+// that no local cluster left devices, namespaces or Pods behind.
 // Usage: node scripts/run-tests.ts [file or glob ...]   (default: every suite)
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { abandonedTraces } from '../src/local/nodes/host-network.ts';
 import { cacheDir } from '../src/local/toolchain.ts';
 
 const suites = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'];
@@ -61,5 +63,11 @@ if (leaked.length) {
   }
   process.exit(1);
 }
-console.error('no process started by the tests is left running');
+// A local cluster whose owner is gone must have taken its devices, namespaces and Pods with it.
+const abandoned = abandonedTraces();
+if (abandoned.length) {
+  console.error(`\na local cluster of the tests left this behind: ${abandoned.join(', ')}`);
+  process.exit(1);
+}
+console.error('no process, device or namespace started by the tests is left');
 process.exit(result.status ?? 1);

@@ -3,7 +3,15 @@
 // manifest.json, so `ctr images import`, `docker load` and `skopeo copy oci-archive:` all read it.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createWriteStream, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  createWriteStream,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
@@ -111,7 +119,12 @@ function json(value: object): Buffer {
 }
 
 function blobOf(mediaType: string, data: Buffer): Blob & { data: Buffer } {
-  return { mediaType, digest: `sha256:${createHash('sha256').update(data).digest('hex')}`, size: data.length, data };
+  return {
+    mediaType,
+    digest: `sha256:${createHash('sha256').update(data).digest('hex')}`,
+    size: data.length,
+    data,
+  };
 }
 
 /** `docker.io/kvpool/x:1` → `kvpool/x:1`, the short form Docker's manifest.json lists. */
@@ -170,7 +183,17 @@ export async function writeImageArchive(spec: ImageSpec, out: string): Promise<n
     ]),
   );
   const partial = `${out}.partial`;
-  await run('tar', ['--numeric-owner', '-C', layout, '-cf', partial, 'oci-layout', 'index.json', 'manifest.json', 'blobs']);
+  await run('tar', [
+    '--numeric-owner',
+    '-C',
+    layout,
+    '-cf',
+    partial,
+    'oci-layout',
+    'index.json',
+    'manifest.json',
+    'blobs',
+  ]);
   renameSync(partial, out);
   rmSync(layout, { recursive: true, force: true });
   return statSync(out).size;

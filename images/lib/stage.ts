@@ -9,7 +9,12 @@ import { run } from './run.ts';
 /** The CA bundle pip and apt may need to reach their registries; bound in during the build only. */
 const hostCaBundle = '/etc/ssl/certs/ca-certificates.crt';
 
-export async function debootstrap(dir: string, suite: string, mirror: string, include: string[]): Promise<void> {
+export async function debootstrap(
+  dir: string,
+  suite: string,
+  mirror: string,
+  include: string[],
+): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   await run(
@@ -34,7 +39,12 @@ export async function debootstrap(dir: string, suite: string, mirror: string, in
  * Runs `script` with /bin/sh inside the root made of `lowers` (bottom first) and writes what it
  * changed into `upper`.
  */
-export async function chrootStage(work: string, lowers: string[], upper: string, script: string): Promise<void> {
+export async function chrootStage(
+  work: string,
+  lowers: string[],
+  upper: string,
+  script: string,
+): Promise<void> {
   const merged = join(work, 'merged');
   const overlayWork = join(work, 'overlay-work');
   rmSync(upper, { recursive: true, force: true });

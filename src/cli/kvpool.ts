@@ -3,7 +3,8 @@ import { runManifests } from './manifests.ts';
 
 const usage = `usage: kvpool <command>
   manifests [--check]   write (or check) the generated CRDs in deploy/crds
-  local                 run a local control plane with the CRDs installed, until Ctrl-C
+  local [--nodes N] [--root DIR]
+                        run the local cluster (real nodes, the operator) until Ctrl-C
   operator [flags]      run the operator (see src/cli/operator.ts for flags)`;
 
 async function main(argv: string[]): Promise<number> {

@@ -1,6 +1,6 @@
-// `kvpool local`: the embedded local cluster in the foreground — a real control plane, a node agent
-// running the store's and engines' Pods as processes, a service proxy, the CRDs and the operator.
-// Ctrl-C stops every process it started.
+// `kvpool local`: the embedded local cluster in the foreground — a real control plane, real nodes
+// (containerd, runc, the kubelet, kube-proxy, CoreDNS) running the project's images, the CRDs and the
+// operator. Ctrl-C stops everything it started and removes what it made on this machine.
 
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -9,8 +9,11 @@ import { LocalCluster } from '../local/cluster.ts';
 import { projectRoot } from '../local/toolchain.ts';
 
 export async function runLocal(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { nodes: { type: 'string', default: '2' } } });
-  const root = join(projectRoot, '.kvpool');
+  const { values } = parseArgs({
+    args: argv,
+    options: { nodes: { type: 'string', default: '2' }, root: { type: 'string' } },
+  });
+  const root = values.root ?? join(projectRoot, '.kvpool');
   const stopped = shutdownRequested();
   console.error(`starting the local cluster (${values.nodes} nodes) in ${root}`);
   const cluster = await LocalCluster.start({ root, nodes: Number(values.nodes) });

@@ -68,7 +68,13 @@ export class LocalCluster {
 
   private constructor(
     options: LocalClusterOptions,
-    parts: { cp: ControlPlane; client: KubeClient; network: HostNetwork; nodes: ClusterNodes; kernel: KernelSettings },
+    parts: {
+      cp: ControlPlane;
+      client: KubeClient;
+      network: HostNetwork;
+      nodes: ClusterNodes;
+      kernel: KernelSettings;
+    },
   ) {
     this.options = options;
     this.root = options.root;

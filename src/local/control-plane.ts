@@ -261,7 +261,12 @@ export class ControlPlane {
     const net = this.options.network;
     const f = this.files;
     if (!net) {
-      return ['--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', '--service-cluster-ip-range=10.0.0.0/24', '--authorization-mode=RBAC'];
+      return [
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        '--service-cluster-ip-range=10.0.0.0/24',
+        '--authorization-mode=RBAC',
+      ];
     }
     return [
       `--bind-address=${net.address}`,

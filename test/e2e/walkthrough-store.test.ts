@@ -73,15 +73,13 @@ describe('the walkthrough store on the local cluster', () => {
     });
   };
   const write = async (key: string, ip: string) =>
-    runStoreClient(
-      { master: `${ip}:50051`, host: e.cluster.hostAddress, tenant: 'default' },
-      [{ op: 'put', key, data: Buffer.from(`value of ${key}`) }],
-    );
+    runStoreClient({ master: `${ip}:50051`, host: e.cluster.hostAddress, tenant: 'default' }, [
+      { op: 'put', key, data: Buffer.from(`value of ${key}`) },
+    ]);
   const read = async (key: string, ip: string) =>
-    runStoreClient(
-      { master: `${ip}:50051`, host: e.cluster.hostAddress, tenant: 'default' },
-      [{ op: 'get', key }],
-    );
+    runStoreClient({ master: `${ip}:50051`, host: e.cluster.hostAddress, tenant: 'default' }, [
+      { op: 'get', key },
+    ]);
 
   before(async () => {
     e = await startE2ECluster();

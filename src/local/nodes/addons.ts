@@ -26,7 +26,11 @@ export function clusterDns(image: string, serviceIp: string): KubeObject[] {
       kind: 'ClusterRole',
       metadata: { name: 'system:coredns' },
       rules: [
-        { apiGroups: [''], resources: ['endpoints', 'services', 'pods', 'namespaces'], verbs: ['list', 'watch'] },
+        {
+          apiGroups: [''],
+          resources: ['endpoints', 'services', 'pods', 'namespaces'],
+          verbs: ['list', 'watch'],
+        },
         { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
       ],
     },
@@ -37,7 +41,12 @@ export function clusterDns(image: string, serviceIp: string): KubeObject[] {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:coredns' },
       subjects: [{ kind: 'ServiceAccount', name: 'coredns', namespace: ns }],
     },
-    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'coredns', namespace: ns }, data: { Corefile: corefile } },
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'coredns', namespace: ns },
+      data: { Corefile: corefile },
+    },
     {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
@@ -52,7 +61,12 @@ export function clusterDns(image: string, serviceIp: string): KubeObject[] {
             dnsPolicy: 'Default',
             priorityClassName: 'system-cluster-critical',
             topologySpreadConstraints: [
-              { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: labels } },
+              {
+                maxSkew: 1,
+                topologyKey: 'kubernetes.io/hostname',
+                whenUnsatisfiable: 'ScheduleAnyway',
+                labelSelector: { matchLabels: labels },
+              },
             ],
             tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoSchedule' }],
             containers: [
@@ -68,7 +82,11 @@ export function clusterDns(image: string, serviceIp: string): KubeObject[] {
                 ],
                 resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '170Mi' } },
                 volumeMounts: [{ name: 'config', mountPath: '/etc/coredns', readOnly: true }],
-                livenessProbe: { httpGet: { path: '/health', port: 8080 }, periodSeconds: 10, failureThreshold: 5 },
+                livenessProbe: {
+                  httpGet: { path: '/health', port: 8080 },
+                  periodSeconds: 10,
+                  failureThreshold: 5,
+                },
                 readinessProbe: { httpGet: { path: '/ready', port: 8181 }, periodSeconds: 2 },
                 securityContext: {
                   allowPrivilegeEscalation: false,

@@ -20,7 +20,8 @@ export interface ClusterAddressing {
 }
 
 export function clusterAddressing(slot: number): ClusterAddressing {
-  if (!Number.isInteger(slot) || slot < 0 || slot >= maxSlots) throw new Error(`slot ${slot} is not in 0..${maxSlots - 1}`);
+  if (!Number.isInteger(slot) || slot < 0 || slot >= maxSlots)
+    throw new Error(`slot ${slot} is not in 0..${maxSlots - 1}`);
   const net = `100.${64 + slot}`;
   return {
     slot,

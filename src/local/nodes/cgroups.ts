@@ -1,7 +1,15 @@
 // A local node's cgroup: every process of the node (its containerd, kubelet, kube-proxy, the shims and
 // the Pods' containers) lives under /kvpool/<slot>/<node>, so stopping the node can find and kill all
 // of them, and removing the cgroup leaves nothing behind. Works on cgroup v2 and on v1 hierarchies.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statfsSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  statfsSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -98,7 +106,8 @@ export async function killCgroup(path: string, timeoutMs = 20_000): Promise<void
   for (;;) {
     const pids = processesIn(path);
     if (!pids.length) return;
-    if (Date.now() > deadline) throw new Error(`processes of cgroup ${path} survived SIGKILL: ${pids.join(' ')}`);
+    if (Date.now() > deadline)
+      throw new Error(`processes of cgroup ${path} survived SIGKILL: ${pids.join(' ')}`);
     for (const pid of pids) {
       try {
         process.kill(pid, 'SIGKILL');

@@ -87,19 +87,25 @@ export class ClusterNodes {
     await node.start();
     const client = this.options.client;
     const ref = { apiVersion: 'v1', kind: 'Node', name: node.name };
-    const podCidr = await waitFor(
-      async () => (await client.find<NodeObject>(ref))?.spec?.podCIDR,
-      { what: `node ${node.name} to register and get a Pod range (logs: ${node.name}-kubelet.log)`, timeoutMs },
-    );
+    const podCidr = await waitFor(async () => (await client.find<NodeObject>(ref))?.spec?.podCIDR, {
+      what: `node ${node.name} to register and get a Pod range (logs: ${node.name}-kubelet.log)`,
+      timeoutMs,
+    });
     node.setPodCidr(podCidr);
     await waitFor(
       async () => {
         const n = await client.get<NodeObject>(ref);
         if (n.status?.capacity?.['nvidia.com/gpu'] !== advertisedGpus) {
-          await client.jsonPatch(ref, [{ op: 'add', path: '/status/capacity/nvidia.com~1gpu', value: advertisedGpus }], 'status');
+          await client.jsonPatch(
+            ref,
+            [{ op: 'add', path: '/status/capacity/nvidia.com~1gpu', value: advertisedGpus }],
+            'status',
+          );
           return undefined;
         }
-        return n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
+        return n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
+          ? true
+          : undefined;
       },
       { what: `node ${node.name} to be Ready`, timeoutMs, intervalMs: 200 },
     );

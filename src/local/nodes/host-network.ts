@@ -3,10 +3,10 @@
 // a slot (a lock file naming its process); a slot whose process is gone is swept before reuse, so a
 // killed run leaves nothing that outlives the next start.
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { type ClusterAddressing, clusterAddressing, maxSlots } from './addressing.ts';
-import { removeCgroup } from './cgroups.ts';
+import { processesIn, removeCgroup } from './cgroups.ts';
 
 const lockDir = '/run/kvpool/clusters';
 
@@ -163,20 +163,41 @@ export class HostNetwork {
   }
 }
 
-/** Host devices, namespaces and lock files of local clusters that exist now (for leak checks). */
-export function localClusterTraces(): string[] {
+/** What slot `slot`'s cluster has on this machine now: devices, namespaces, its lock, processes. */
+export function slotTraces(slot: number): string[] {
+  const ours = new RegExp(`^kvpool${slot}(h|n|-|$)`);
   const traces: string[] = [];
   for (const line of ip('-o', 'link', 'show').split('\n')) {
     const name = /^\d+: ([^:@]+)/.exec(line)?.[1];
-    if (name?.startsWith('kvpool')) traces.push(`link ${name}`);
+    if (name && ours.test(name)) traces.push(`link ${name}`);
   }
   for (const line of ip('netns', 'list').split('\n')) {
-    if (line.startsWith('kvpool')) traces.push(`netns ${line.split(' ')[0]}`);
+    const name = line.split(' ')[0]!;
+    if (ours.test(name)) traces.push(`netns ${name}`);
   }
-  try {
-    for (const f of readdirSync(lockDir)) traces.push(`lock ${join(lockDir, f)}`);
-  } catch {
-    // No lock directory: no cluster ever ran.
+  if (existsSync(join(lockDir, String(slot)))) traces.push(`lock ${join(lockDir, String(slot))}`);
+  for (const pid of processesIn(slotCgroup(slot))) traces.push(`process ${pid}`);
+  return traces;
+}
+
+/** Traces of clusters whose process is gone (what a run that stopped everything must not leave). */
+export function abandonedTraces(): string[] {
+  const traces: string[] = [];
+  for (let slot = 0; slot < maxSlots; slot++) {
+    let owner = 0;
+    try {
+      owner = Number(readFileSync(join(lockDir, String(slot)), 'utf8').trim());
+    } catch {
+      // No lock: no live cluster owns the slot.
+    }
+    if (owner && alive(owner)) continue;
+    traces.push(...slotTraces(slot));
   }
   return traces;
+}
+
+/** The slot of the cluster whose API server listens at `address` (see addressing.ts). */
+export function slotOfAddress(address: string): number {
+  const second = Number(address.split('.')[1]);
+  return second - 64;
 }

@@ -62,7 +62,8 @@ export class LocalNode {
     this.index = options.index;
     this.dir = join(options.clusterRoot, 'nodes', options.name);
     const hidden = nodePaths.find((p) => this.dir === p || this.dir.startsWith(`${p}/`));
-    if (hidden) throw new Error(`the local cluster's root cannot be under ${hidden}: each node mounts its own there`);
+    if (hidden)
+      throw new Error(`the local cluster's root cannot be under ${hidden}: each node mounts its own there`);
     const n = options.network.addressing.node(options.index);
     this.address = n.address;
     this.netns = n.netns;
@@ -80,7 +81,7 @@ export class LocalNode {
       clusterCidr: a.clusterCidr,
       clusterDns: a.dnsServiceIp,
       pauseImage: this.options.pauseImage,
-      binaries: { runc: process.env.KVPOOL_RUNC ?? nodeBinary("runc"), cniPlugins: cniPluginDir() },
+      binaries: { runc: process.env.KVPOOL_RUNC ?? nodeBinary('runc'), cniPlugins: cniPluginDir() },
     };
   }
 
@@ -96,7 +97,11 @@ export class LocalNode {
       organizations: ['system:nodes'],
       usage: 'client',
     });
-    const serving = await ca.issue({ commonName: this.name, hosts: [this.name, this.address], usage: 'server' });
+    const serving = await ca.issue({
+      commonName: this.name,
+      hosts: [this.name, this.address],
+      usage: 'server',
+    });
     const proxy = await ca.issue({ commonName: 'system:kube-proxy', usage: 'client' });
     const files: Record<string, string> = {
       'ca.crt': ca.certPem,
@@ -110,7 +115,9 @@ export class LocalNode {
       'resolv.conf': '# the local cluster has no upstream resolver\n',
     };
     for (const [name, text] of Object.entries(files)) {
-      writeFileSync(join(dir, name), text, { mode: name.endsWith('.key') || name.endsWith('kubeconfig') ? 0o600 : 0o644 });
+      writeFileSync(join(dir, name), text, {
+        mode: name.endsWith('.key') || name.endsWith('kubeconfig') ? 0o600 : 0o644,
+      });
     }
   }
 
@@ -128,12 +135,24 @@ export class LocalNode {
     await waitFor(
       async () => {
         containerd.assertRunning();
-        return (await this.exec(['ctr', '--address', containerdSocket, 'version']).catch(() => undefined)) ? true : undefined;
+        return (await this.exec(['ctr', '--address', containerdSocket, 'version']).catch(() => undefined))
+          ? true
+          : undefined;
       },
       { what: `containerd of ${this.name} (log: ${containerd.logFile})`, timeoutMs: 60_000, intervalMs: 100 },
     );
     for (const archive of this.options.imageArchives) {
-      await this.exec(['ctr', '--address', containerdSocket, '-n', 'k8s.io', 'images', 'import', '--digests', archive]);
+      await this.exec([
+        'ctr',
+        '--address',
+        containerdSocket,
+        '-n',
+        'k8s.io',
+        'images',
+        'import',
+        '--digests',
+        archive,
+      ]);
     }
     const dir = configDir(this.plan);
     const labels = Object.entries(this.options.labels ?? {}).map(([k, v]) => `${k}=${v}`);
@@ -163,7 +182,18 @@ export class LocalNode {
     rmSync(ready, { force: true });
     this.holder = startProcess(`${this.name}-namespace`, 'nsenter', {
       logDir: this.logDir,
-      args: [`--net=/run/netns/${this.netns}`, '--', 'unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', script],
+      args: [
+        `--net=/run/netns/${this.netns}`,
+        '--',
+        'unshare',
+        '--mount',
+        '--propagation',
+        'private',
+        '--',
+        'sh',
+        '-c',
+        script,
+      ],
     });
     const holder = this.holder;
     await waitFor(
@@ -171,7 +201,11 @@ export class LocalNode {
         holder.assertRunning();
         return existsSync(ready) ? true : undefined;
       },
-      { what: `the mount namespace of ${this.name} (log: ${holder.logFile})`, timeoutMs: 10_000, intervalMs: 20 },
+      {
+        what: `the mount namespace of ${this.name} (log: ${holder.logFile})`,
+        timeoutMs: 10_000,
+        intervalMs: 20,
+      },
     );
   }
 
@@ -214,7 +248,9 @@ export class LocalNode {
     const resolved = known[command!] ?? command!;
     const extra = command === 'crictl' ? ['--runtime-endpoint', `unix://${containerdSocket}`] : [];
     try {
-      const { stdout } = await run('nsenter', this.enter(resolved, [...extra, ...args]), { maxBuffer: 64 << 20 });
+      const { stdout } = await run('nsenter', this.enter(resolved, [...extra, ...args]), {
+        maxBuffer: 64 << 20,
+      });
       return stdout;
     } catch (err) {
       const e = err as { stderr?: string; message: string };
