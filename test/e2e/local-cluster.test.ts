@@ -12,6 +12,7 @@ import { storeImage } from '../../images/recipes.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { slotOfAddress, slotTraces } from '../../src/local/nodes/host-network.ts';
 import { kubeBinary, projectRoot } from '../../src/local/toolchain.ts';
+import { WaitAborted } from '../../src/local/wait-for.ts';
 import { eventually } from '../support/local-cluster.ts';
 
 interface Pod {
