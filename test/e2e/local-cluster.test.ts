@@ -97,7 +97,7 @@ describe('the local cluster on real nodes (npm start)', () => {
     await eventually(
       'kvpool ready',
       async () => {
-        assert.equal(cli.exitCode, null, `kvpool local exited:\n${output}`);
+        if (cli.exitCode !== null) throw new WaitAborted(`kvpool local exited (${cli.exitCode}):\n${output}`);
         return output.includes('kvpool ready') ? true : undefined;
       },
       300_000,

@@ -2,7 +2,7 @@
 // as 16Gi from the master), Step 4 (three leaders, one serving), and failovers — graceful delete, a
 // hard kill of the Pod, a SIGKILL of the process — with Service and with Lease member addressing.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { KVCachePool, KVCachePoolBinding } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
@@ -13,22 +13,8 @@ import { runStoreClient } from '../support/store-client.ts';
 const ns = 'gpustack-system';
 type Pod = KubeObject & {
   status?: { podIP?: string; containerStatuses?: { ready?: boolean; restartCount?: number }[] };
-  spec: { containers: { resources?: { requests?: Record<string, string> } }[] };
+  spec: { nodeName?: string; containers: { resources?: { requests?: Record<string, string> } }[] };
 };
-
-/** PIDs of a Pod's processes on this machine (the local runtime gives each its Pod name as HOSTNAME). */
-function podPids(pod: string): number[] {
-  return readdirSync('/proc')
-    .filter((e) => /^\d+$/.test(e))
-    .filter((e) => {
-      try {
-        return readFileSync(`/proc/${e}/environ`, 'utf8').split('\0').includes(`HOSTNAME=${pod}`);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 describe('the walkthrough store on the local cluster', () => {
   let e: E2ECluster;
@@ -108,11 +94,15 @@ describe('the walkthrough store on the local cluster', () => {
       )
     ).items;
     for (const m of members) assert.equal(m.spec.containers[0]!.resources?.requests?.memory, '8Gi');
-    const rss = members
-      .flatMap((m) => podPids(m.metadata.name!))
-      .map((pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0));
+    let resident = 0;
+    for (const m of members) {
+      const node = e.cluster.node(m.spec.nodeName!);
+      for (const pid of await node.containerPids(ns, m.metadata.name!)) {
+        resident += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+      }
+    }
     console.log(
-      `two 8Gi members hold ${Math.round(rss.reduce((a, b) => a + b, 0) / 1024)} MiB resident before any write`,
+      `two 8Gi members' main processes hold ${Math.round(resident / 1024)} MiB resident before any write`,
     );
   });
 
@@ -187,7 +177,8 @@ describe('the walkthrough store on the local cluster', () => {
 
   it('recovers when the leader’s process is SIGKILLed (the container restarts or a standby takes over)', async () => {
     const old = (await serving())!;
-    const pids = podPids(old.metadata.name!);
+    // The container's own process, found through the node's CRI (crictl), as an operator would.
+    const pids = await e.cluster.node(old.spec!.nodeName!).containerPids(ns, old.metadata.name!);
     assert.ok(pids.length > 0);
     const t0 = performance.now();
     for (const pid of pids) process.kill(pid, 'SIGKILL');

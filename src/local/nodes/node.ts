@@ -258,6 +258,22 @@ export class LocalNode {
     }
   }
 
+  /** The main process (PID 1 of its namespace) of each running container of a Pod, through crictl. */
+  async containerPids(namespace: string, pod: string): Promise<number[]> {
+    const sandboxes = (await this.exec(['crictl', 'pods', '-q', '--state', 'ready', '--namespace', namespace, '--name', `^${pod}$`]))
+      .split('\n')
+      .filter(Boolean);
+    const pids: number[] = [];
+    for (const sandbox of sandboxes) {
+      const containers = (await this.exec(['crictl', 'ps', '-q', '--state', 'running', '--pod', sandbox])).split('\n').filter(Boolean);
+      for (const id of containers) {
+        const info = JSON.parse(await this.exec(['crictl', 'inspect', '-o', 'json', id])) as { info?: { pid?: number } };
+        if (info.info?.pid) pids.push(info.info.pid);
+      }
+    }
+    return pids;
+  }
+
   /** Writes the node's CNI network once its Pod range is known; the kubelet then turns Ready. */
   setPodCidr(podCidr: string): void {
     writeFileSync(join(cniConfigDir(this.plan), '10-kvpool.conflist'), cniConfig(podCidr));
