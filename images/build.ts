@@ -10,6 +10,7 @@ import {
   readFileSync,
   readlinkSync,
   rmSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -34,6 +35,14 @@ export interface BuiltImage {
   size: number;
   /** The layers' uncompressed size in bytes. */
   unpacked: number;
+  /** Its layers by recipe name, with their digests. */
+  layers: { name: string; digest: string }[];
+}
+
+/** Marks cached files as just used, so pruning keeps what builds still use. */
+function touch(...paths: string[]): void {
+  const now = new Date();
+  for (const p of paths) if (existsSync(p)) utimesSync(p, now, now);
 }
 
 function sha256(...parts: (string | Buffer)[]): string {
@@ -150,7 +159,10 @@ async function buildLayer(layer: Layer): Promise<BuiltLayer> {
   const key = layerKey(layer);
   const out = join(imagesDir(), 'layers', `${layer.name}-${key}-p${packingVersion}.tar.gz`);
   const meta = `${out}.json`;
-  if (existsSync(meta)) return JSON.parse(readFileSync(meta, 'utf8')) as BuiltLayer;
+  if (existsSync(meta)) {
+    touch(out, meta, `${out}.unpacked`);
+    return JSON.parse(readFileSync(meta, 'utf8')) as BuiltLayer;
+  }
   const started = Date.now();
   console.error(`[images] building layer ${layer.name} (${key})`);
   const work = join(cacheDir(), 'tmp', `layer-${layer.name}-${key}`);
@@ -196,7 +208,7 @@ async function buildLayer(layer: Layer): Promise<BuiltLayer> {
 }
 
 async function buildImage(image: Image): Promise<BuiltImage> {
-  const built = [];
+  const built: BuiltLayer[] = [];
   for (const name of image.layers) built.push(await buildLayer(layerNamed(name)));
   const spec = {
     references: image.references,
@@ -216,7 +228,16 @@ async function buildImage(image: Image): Promise<BuiltImage> {
   const archive = join(imagesDir(), `${image.name}-${key}.oci.tar`);
   const unpacked = await unpackedSize(built);
   if (!existsSync(archive)) await writeImageArchive(spec, archive);
-  return { name: image.name, references: image.references, archive, size: lstatSync(archive).size, unpacked };
+  else touch(archive);
+  const layers = image.layers.map((name, i) => ({ name, digest: built[i]!.digest }));
+  return {
+    name: image.name,
+    references: image.references,
+    archive,
+    size: lstatSync(archive).size,
+    unpacked,
+    layers,
+  };
 }
 
 async function unpackedSize(layers: BuiltLayer[]): Promise<number> {
@@ -239,10 +260,69 @@ export async function buildImages(names: string[] = []): Promise<BuiltImage[]> {
   const unknown = names.filter((n) => !images.some((i) => i.name === n));
   if (unknown.length)
     throw new Error(`no image named ${unknown.join(', ')} (images: ${images.map((i) => i.name).join(', ')})`);
-  const out = [];
-  for (const image of images)
-    if (!names.length || names.includes(image.name)) out.push(await buildImage(image));
-  return out;
+  return withBuildLock(async () => {
+    const out = [];
+    for (const image of images)
+      if (!names.length || names.includes(image.name)) out.push(await buildImage(image));
+    pruneOldBuilds();
+    return out;
+  });
+}
+
+/** How many builds of each image (and of each layer) the cache keeps: the most recently used. */
+const keptBuilds = 4;
+
+/** Removes all but the most recently used few archives of each image and builds of each layer. */
+function pruneOldBuilds(): void {
+  const prune = (dir: string, groupOf: (file: string) => string | undefined) => {
+    if (!existsSync(dir)) return;
+    const groups = new Map<string, { path: string; mtime: number }[]>();
+    for (const file of readdirSync(dir)) {
+      const group = groupOf(file);
+      if (!group) continue;
+      const path = join(dir, file);
+      groups.set(group, [...(groups.get(group) ?? []), { path, mtime: lstatSync(path).mtimeMs }]);
+    }
+    for (const files of groups.values()) {
+      for (const f of files.sort((a, b) => b.mtime - a.mtime).slice(keptBuilds))
+        rmSync(f.path, { force: true });
+    }
+  };
+  prune(imagesDir(), (f) => /^(.+)-[0-9a-f]{16}\.oci\.tar$/.exec(f)?.[1]);
+  prune(join(imagesDir(), 'layers'), (f) =>
+    /^.+-[0-9a-f]{16}-p\d+\.tar\.gz/.test(f) ? f.replace(/-[0-9a-f]{16}-/, '-') : undefined,
+  );
+}
+
+/** Holds the cache's build lock while `fn` runs: builds started at once (test files) take turns. */
+async function withBuildLock<T>(fn: () => Promise<T>): Promise<T> {
+  const lock = join(imagesDir(), '.build-lock');
+  mkdirSync(imagesDir(), { recursive: true });
+  for (;;) {
+    try {
+      writeFileSync(lock, `${process.pid}\n`, { flag: 'wx' });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const owner = Number(readFileSync(lock, 'utf8').trim());
+      if (!owner || !isAlive(owner)) rmSync(lock, { force: true });
+      else await sleep(200);
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;

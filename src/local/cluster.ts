@@ -14,6 +14,7 @@ import { ControlPlane } from './control-plane.ts';
 import { installCrds } from './install-crds.ts';
 import { advertisedGpus, ClusterNodes } from './nodes/cluster-nodes.ts';
 import { HostNetwork } from './nodes/host-network.ts';
+import { preparedImageStore } from './nodes/image-store.ts';
 import { KernelSettings } from './nodes/kernel-settings.ts';
 import type { LocalNode } from './nodes/node.ts';
 import { freePort } from './ports.ts';
@@ -138,7 +139,7 @@ export class LocalCluster {
         client,
         pauseImage,
         corednsImage,
-        imageArchives: images.map((i) => i.archive),
+        imageStore: await preparedImageStore(images.map((i) => i.archive)),
       });
       const cluster = new LocalCluster(options, { cp, client, network, nodes, kernel });
       try {

@@ -30,7 +30,7 @@ export interface ClusterNodesOptions {
   client: KubeClient;
   pauseImage: string;
   corednsImage: string;
-  imageArchives: string[];
+  imageStore: string;
 }
 
 export class ClusterNodes {
@@ -50,7 +50,7 @@ export class ClusterNodes {
           ca: options.ca,
           labels: options.labels?.[name],
           pauseImage: options.pauseImage,
-          imageArchives: options.imageArchives,
+          imageStore: options.imageStore,
         }),
     );
   }

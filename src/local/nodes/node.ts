@@ -13,6 +13,7 @@ import { cniPluginDir, kubeBinary, nodeBinary } from '../toolchain.ts';
 import { waitFor } from '../wait-for.ts';
 import { createCgroup, joinCgroupScript, killCgroup, removeCgroup } from './cgroups.ts';
 import type { HostNetwork } from './host-network.ts';
+import { seedContainerdRoot } from './image-store.ts';
 import {
   cniConfig,
   cniConfigDir,
@@ -35,8 +36,8 @@ export interface LocalNodeOptions {
   ca: CertificateAuthority;
   labels?: Record<string, string>;
   pauseImage: string;
-  /** OCI archives imported into the node's containerd before the kubelet starts. */
-  imageArchives: string[];
+  /** A containerd root holding the project's images (image-store.ts), the node's starting state. */
+  imageStore: string;
 }
 
 const run = promisify(execFile);
@@ -124,6 +125,8 @@ export class LocalNode {
   /** Starts the node's namespaces and processes; resolves once the kubelet runs (not yet Ready). */
   async start(): Promise<void> {
     await this.writeConfig();
+    const containerdRoot = join(this.dir, 'var/lib/containerd');
+    if (!existsSync(containerdRoot)) await seedContainerdRoot(this.options.imageStore, containerdRoot);
     createCgroup(`${this.cgroup}/system`);
     await this.startHolder();
     const containerd = this.spawn('containerd', nodeBinary('containerd'), [
@@ -141,19 +144,6 @@ export class LocalNode {
       },
       { what: `containerd of ${this.name} (log: ${containerd.logFile})`, timeoutMs: 60_000, intervalMs: 100 },
     );
-    for (const archive of this.options.imageArchives) {
-      await this.exec([
-        'ctr',
-        '--address',
-        containerdSocket,
-        '-n',
-        'k8s.io',
-        'images',
-        'import',
-        '--digests',
-        archive,
-      ]);
-    }
     const dir = configDir(this.plan);
     const labels = Object.entries(this.options.labels ?? {}).map(([k, v]) => `${k}=${v}`);
     this.spawn('kubelet', kubeBinary('kubelet'), [
@@ -260,14 +250,30 @@ export class LocalNode {
 
   /** The main process (PID 1 of its namespace) of each running container of a Pod, through crictl. */
   async containerPids(namespace: string, pod: string): Promise<number[]> {
-    const sandboxes = (await this.exec(['crictl', 'pods', '-q', '--state', 'ready', '--namespace', namespace, '--name', `^${pod}$`]))
+    const sandboxes = (
+      await this.exec([
+        'crictl',
+        'pods',
+        '-q',
+        '--state',
+        'ready',
+        '--namespace',
+        namespace,
+        '--name',
+        `^${pod}$`,
+      ])
+    )
       .split('\n')
       .filter(Boolean);
     const pids: number[] = [];
     for (const sandbox of sandboxes) {
-      const containers = (await this.exec(['crictl', 'ps', '-q', '--state', 'running', '--pod', sandbox])).split('\n').filter(Boolean);
+      const containers = (await this.exec(['crictl', 'ps', '-q', '--state', 'running', '--pod', sandbox]))
+        .split('\n')
+        .filter(Boolean);
       for (const id of containers) {
-        const info = JSON.parse(await this.exec(['crictl', 'inspect', '-o', 'json', id])) as { info?: { pid?: number } };
+        const info = JSON.parse(await this.exec(['crictl', 'inspect', '-o', 'json', id])) as {
+          info?: { pid?: number };
+        };
         if (info.info?.pid) pids.push(info.info.pid);
       }
     }
