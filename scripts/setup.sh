@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything `npm start` and `npm test` need on a fresh machine, each step skipped when already done:
 # node_modules (with the pinned Node 24), the Debian libraries Mooncake links against, a Python
-# environment with the published Mooncake wheel, and etcd + Kubernetes built from Go modules.
+# environment with the published Mooncake wheel, and etcd, Kubernetes and Helm built from Go modules.
 # Long-lived artifacts go to a cache outside the checkout ($KVPOOL_CACHE, default ~/.cache/kvpool).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,3 +51,4 @@ ensure_node_modules
 ensure_debian_packages
 ensure_mooncake_venv
 bash scripts/build-control-plane.sh
+bash scripts/build-helm.sh

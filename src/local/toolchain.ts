@@ -21,6 +21,8 @@ export const toolchain = {
   kubeVersion: versions.KUBE_VERSION!,
   etcdVersion: versions.ETCD_VERSION!,
   mooncakeVersion: versions.MOONCAKE_VERSION!,
+  helmVersion: versions.HELM_VERSION!,
+  helm4Version: versions.HELM4_VERSION!,
 };
 
 export function cacheDir(): string {
@@ -31,6 +33,12 @@ export type KubeBinary = 'kube-apiserver' | 'kube-controller-manager' | 'kube-sc
 
 export function kubeBinary(name: KubeBinary): string {
   return requireFile(join(cacheDir(), 'kube', toolchain.kubeVersion, name), name);
+}
+
+/** The Helm CLI the project runs (Helm 3), or the Helm 4 build the chart is also tested with. */
+export function helmBinary(major: 3 | 4 = 3): string {
+  const version = major === 3 ? toolchain.helmVersion : toolchain.helm4Version;
+  return requireFile(join(cacheDir(), 'helm', version, 'helm'), `helm ${version}`);
 }
 
 export function etcdBinary(): string {
