@@ -236,7 +236,8 @@ export class WebhookCertificates {
         namespace: this.options.namespace,
         ...(existing ? { resourceVersion: existing.metadata.resourceVersion } : {}),
       },
-      type: 'kubernetes.io/tls',
+      // An existing Secret keeps its type (the chart creates it empty, as Opaque): the type is immutable.
+      type: existing?.type ?? 'kubernetes.io/tls',
       data,
     };
     if (existing) await this.client.replace(body);

@@ -9,7 +9,7 @@ export const projectRoot = resolve(import.meta.dirname, '../..');
 function readToolchainEnv(): Record<string, string> {
   const out: Record<string, string> = {};
   for (const line of readFileSync(join(projectRoot, 'toolchain.env'), 'utf8').split('\n')) {
-    const m = /^([A-Z_]+)=(.*)$/.exec(line.trim());
+    const m = /^([A-Z0-9_]+)=(.*)$/.exec(line.trim());
     if (m) out[m[1]!] = m[2]!.replace(/^"|"$/g, '');
   }
   return out;

@@ -17,6 +17,8 @@ const accessKinds = new Set([
   'ClusterRoleBinding',
   'Role',
   'RoleBinding',
+  // The (empty) webhook certificate Secret: the operator may update it, not create one.
+  'Secret',
 ]);
 
 /** Every object the chart installs into `namespace` with its default values. */
@@ -30,7 +32,7 @@ export function chartObjects(namespace = installNamespace): KubeObject[] {
     .filter((o): o is KubeObject => Boolean(o?.kind));
 }
 
-/** Applies the chart's namespace, ServiceAccount and RBAC (as the cluster admin). */
+/** Applies the chart's namespace, ServiceAccount, RBAC and certificate Secret (as the cluster admin). */
 export async function installOperatorAccess(admin: KubeClient, namespace = installNamespace): Promise<void> {
   for (const obj of chartObjects(namespace).filter((o) => accessKinds.has(o.kind))) {
     await admin.apply(obj, { fieldManager: 'kvpool-test' });
