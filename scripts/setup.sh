@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything `npm start` and `npm test` need on a fresh machine, each step skipped when already done:
 # node_modules (with the pinned Node 24), the Debian packages the components need, a Python
-# environment with the published Mooncake wheel, etcd + Kubernetes and the node components built
-# from Go modules, and the project's images. Long-lived artifacts go to a cache outside the checkout
+# environment with the published Mooncake wheel, etcd + Kubernetes, the node components and Helm
+# built from Go modules, and the project's images. Long-lived artifacts go to a cache outside the checkout
 # ($KVPOOL_CACHE, default ~/.cache/kvpool).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,4 +43,5 @@ ensure_debian_packages $MOONCAKE_DEBIAN_PACKAGES $NODE_DEBIAN_PACKAGES $IMAGE_DE
 ensure_mooncake_venv
 bash scripts/build-control-plane.sh
 bash scripts/build-node.sh
+bash scripts/build-helm.sh
 node_modules/.bin/node images/build.ts

@@ -20,6 +20,8 @@ export interface OperatorStartOptions {
   namespace: string;
   identity: string;
   leaderElection?: ManagerOptions['leaderElection'];
+  /** Called when the Lease is lost; by default the process exits non-zero. */
+  onLostLeadership?: () => void;
   healthPort?: number;
   storePollMs?: number;
   observeIntervalMs?: number;
@@ -33,6 +35,15 @@ export interface OperatorStartOptions {
     /** DNS names / IPs on the serving certificate. */
     hosts: string[];
     secretName?: string;
+    /**
+     * The leader applies the webhook configurations itself (a cluster without the chart, such as the
+     * local one); otherwise they come with the installation and the leader only sets their CA bundle.
+     */
+    register?: boolean;
+    /** The certificate Secret is issued by cert-manager: read it, never write it or the CA bundle. */
+    externalCertificates?: boolean;
+    /** How often every replica re-reads the certificate Secret (60 s by default). */
+    refreshMs?: number;
   };
 }
 
@@ -59,23 +70,38 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
         hosts: o.webhook.hosts,
         validatingConfigurations: [validatingConfigurationName],
         mutatingConfigurations: [mutatingConfigurationName],
+        external: o.webhook.externalCertificates ?? false,
       })
     : undefined;
+  const reach = o.webhook?.reach;
   const manager = new Manager({
     client: o.client,
     identity: o.identity,
     leaderElection: o.leaderElection,
+    ...(o.onLostLeadership ? { onLostLeadership: o.onLostLeadership } : {}),
     healthPort: o.healthPort,
-    ...(o.webhook && certificates
-      ? { webhook: { server, certificates, port: o.webhook.port, host: o.webhook.host } }
+    ...(o.webhook && certificates && reach
+      ? {
+          webhook: {
+            server,
+            certificates,
+            port: o.webhook.port,
+            host: o.webhook.host,
+            refreshMs: o.webhook.refreshMs,
+            ...(o.webhook.register
+              ? {
+                  onLeaderCertificates: async (caBundle: string) => {
+                    await applyWebhookConfigurations(o.client, hooks, reach, caBundle);
+                    log.info('admission webhooks registered');
+                  },
+                }
+              : {}),
+          },
+        }
       : {}),
   });
   registerControllers(manager, ctx, settings);
   await manager.start();
-  if (o.webhook && certificates) {
-    await applyWebhookConfigurations(o.client, hooks, o.webhook.reach, certificates.caBundle!);
-    log.info({ port: manager.webhookPort }, 'admission webhooks registered');
-  }
   return {
     ctx,
     manager,

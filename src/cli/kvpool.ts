@@ -2,7 +2,7 @@
 import { runManifests } from './manifests.ts';
 
 const usage = `usage: kvpool <command>
-  manifests [--check]   write (or check) the generated CRDs in deploy/crds
+  manifests [--check]   write (or check) the generated CRDs, chart files and deploy/install.yaml
   local [--nodes N] [--root DIR]
                         run the local cluster (real nodes, the operator) until Ctrl-C
   operator [flags]      run the operator (see src/cli/operator.ts for flags)`;

@@ -1,6 +1,9 @@
 // `kvpool operator`: the operator process. Controllers run while this replica holds the Lease;
-// SIGTERM drains in-flight reconciles and releases the Lease.
+// SIGTERM drains in-flight reconciles and releases the Lease. In a Pod it authenticates with the
+// projected ServiceAccount token and runs in the Pod's namespace; admission is reached through the
+// webhook Service, whose configurations come with the chart (`--webhook-url` registers them itself).
 
+import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { shutdownRequested } from '../agent/shutdown.ts';
@@ -8,12 +11,32 @@ import { KubeClient } from '../kube/client.ts';
 import { log } from '../kube/log.ts';
 import { startOperator } from '../operator.ts';
 
+const serviceAccountNamespaceFile = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+/** The Pod's namespace (downward API, else the ServiceAccount's), else the walkthrough's. */
+function defaultNamespace(): string {
+  if (process.env.KUBERNETES_POD_NAMESPACE) return process.env.KUBERNETES_POD_NAMESPACE;
+  if (existsSync(serviceAccountNamespaceFile))
+    return readFileSync(serviceAccountNamespaceFile, 'utf8').trim();
+  return 'gpustack-system';
+}
+
+/** Every name a client inside the cluster may use for the Service. */
+export function serviceHosts(service: string, namespace: string, clusterDomain: string): string[] {
+  return [
+    service,
+    `${service}.${namespace}`,
+    `${service}.${namespace}.svc`,
+    `${service}.${namespace}.svc.${clusterDomain}`,
+  ];
+}
+
 export async function runOperator(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
       kubeconfig: { type: 'string' },
-      namespace: { type: 'string', default: process.env.KUBERNETES_POD_NAMESPACE ?? 'gpustack-system' },
+      namespace: { type: 'string', default: defaultNamespace() },
       identity: { type: 'string', default: `${hostname()}_${process.pid}` },
       'lease-name': { type: 'string', default: 'kvpool-operator' },
       'leader-elect': { type: 'boolean', default: true },
@@ -27,9 +50,18 @@ export async function runOperator(argv: string[]): Promise<number> {
       'webhook-port': { type: 'string', default: '9443' },
       'webhook-host': { type: 'string', default: '0.0.0.0' },
       'webhook-service': { type: 'string', default: 'kvpool-webhook' },
+      'webhook-secret': { type: 'string', default: 'kvpool-webhook-certs' },
+      'webhook-certificates': { type: 'string', default: 'self-managed' },
+      'cluster-domain': { type: 'string', default: 'cluster.local' },
       'webhook-url': { type: 'string' },
     },
   });
+  const certificates = values['webhook-certificates'];
+  if (certificates !== 'self-managed' && certificates !== 'cert-manager') {
+    throw new Error(
+      `--webhook-certificates=${certificates}: must be self-managed (the operator issues them) or cert-manager`,
+    );
+  }
   const client = values.kubeconfig
     ? await KubeClient.fromKubeconfigFile(values.kubeconfig)
     : await KubeClient.fromDefault();
@@ -64,10 +96,10 @@ export async function runOperator(argv: string[]): Promise<number> {
               : { service: { namespace: values.namespace, name: values['webhook-service'], port: 443 } },
             hosts: webhookUrl
               ? [new URL(webhookUrl).hostname]
-              : [
-                  `${values['webhook-service']}.${values.namespace}.svc`,
-                  `${values['webhook-service']}.${values.namespace}.svc.cluster.local`,
-                ],
+              : serviceHosts(values['webhook-service'], values.namespace, values['cluster-domain']),
+            secretName: values['webhook-secret'],
+            register: Boolean(webhookUrl),
+            externalCertificates: certificates === 'cert-manager',
           },
         }
       : {}),

@@ -1,14 +1,20 @@
 // A thin JSON client for the Kubernetes API: server-side apply (objects and status) with explicit field
 // managers, get/list/delete, and typed errors. Configuration and authentication come from
 // @kubernetes/client-node's KubeConfig; requests go through undici so the operator controls content
-// types, subresources and streaming itself.
+// types, subresources and streaming itself. A token kept in a file (the projected ServiceAccount token
+// in a Pod, a kubeconfig's `token-file`) is read again as it is rotated, never captured once.
+import { existsSync, readFileSync } from 'node:fs';
 import type https from 'node:https';
+import { homedir } from 'node:os';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Agent, type Dispatcher, request } from 'undici';
+import { parse } from 'yaml';
 import { ApiError } from './errors.ts';
 import { apiWrites } from './metrics.ts';
 import type { KubeObject } from './object.ts';
 import { type ObjectRef, ResourceResolver } from './resources.ts';
+import { TokenFile } from './token-file.ts';
 
 export type { KubeObject };
 
@@ -37,34 +43,51 @@ export class KubeClient {
   readonly resources: ResourceResolver;
   private readonly dispatcher: Dispatcher;
   private readonly headers: Record<string, string>;
+  private readonly tokenFile: TokenFile | undefined;
 
-  private constructor(server: string, dispatcher: Dispatcher, headers: Record<string, string>) {
+  private constructor(
+    server: string,
+    dispatcher: Dispatcher,
+    headers: Record<string, string>,
+    tokenFile: TokenFile | undefined,
+  ) {
     this.server = server.replace(/\/$/, '');
     this.dispatcher = dispatcher;
     this.headers = headers;
+    this.tokenFile = tokenFile;
     this.resources = new ResourceResolver((path) => this.request('GET', path));
   }
 
   static async fromKubeconfigFile(path: string): Promise<KubeClient> {
     const kc = new KubeConfig();
     kc.loadFromFile(path);
-    return KubeClient.fromKubeConfig(kc);
+    return KubeClient.fromKubeConfig(kc, kubeconfigTokenFile(path, kc.getCurrentUser()?.name));
   }
 
   /** In-cluster service account when running in a Pod, else $KUBECONFIG / ~/.kube/config. */
   static async fromDefault(): Promise<KubeClient> {
     const kc = new KubeConfig();
     kc.loadFromDefault();
-    return KubeClient.fromKubeConfig(kc);
+    const user = kc.getCurrentUser()?.name;
+    const file = process.env.KUBECONFIG?.split(delimiter)[0] || join(homedir(), '.kube', 'config');
+    const tokenFile =
+      user !== 'inClusterUser' && existsSync(file) ? kubeconfigTokenFile(file, user) : undefined;
+    return KubeClient.fromKubeConfig(kc, tokenFile);
   }
 
-  static async fromKubeConfig(kc: KubeConfig): Promise<KubeClient> {
+  /** `tokenFile` overrides the user's credentials; in a Pod the ServiceAccount token file is used. */
+  static async fromKubeConfig(kc: KubeConfig, tokenFile?: string): Promise<KubeClient> {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('the kubeconfig names no current cluster');
     const opts: https.RequestOptions = {};
     await kc.applyToHTTPSOptions(opts);
+    const inCluster = kc.getCurrentUser()?.authProvider?.config?.tokenFile as string | undefined;
+    const path = tokenFile ?? inCluster;
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(opts.headers ?? {})) if (typeof v === 'string') headers[k] = v;
+    for (const [k, v] of Object.entries(opts.headers ?? {})) {
+      if (typeof v !== 'string' || (path && k.toLowerCase() === 'authorization')) continue;
+      headers[k] = v;
+    }
     const dispatcher = new Agent({
       connect: {
         ca: opts.ca as string | undefined,
@@ -75,7 +98,7 @@ export class KubeClient {
       keepAliveTimeout: 30_000,
       connections: 32,
     });
-    return new KubeClient(cluster.server, dispatcher, headers);
+    return new KubeClient(cluster.server, dispatcher, headers, path ? new TokenFile(path) : undefined);
   }
 
   /** Performs one request and returns the decoded JSON body; non-2xx statuses throw ApiError. */
@@ -88,10 +111,20 @@ export class KubeClient {
 
   /** Opens a request and hands back the raw response (for watch streams). */
   async send(method: string, path: string, options: RequestOptions = {}): Promise<Dispatcher.ResponseData> {
+    const res = await this.sendOnce(method, path, options);
+    if (res.statusCode !== 401 || !this.tokenFile) return res;
+    // The token was refused (rotated and the old one revoked): read the file again and retry once.
+    await res.body.dump();
+    this.tokenFile.invalidate();
+    return this.sendOnce(method, path, options);
+  }
+
+  private async sendOnce(method: string, path: string, options: RequestOptions) {
     const url = new URL(this.server + path);
     for (const [k, v] of Object.entries(options.query ?? {}))
       if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { ...this.headers, accept: 'application/json' };
+    if (this.tokenFile) headers.authorization = `Bearer ${await this.tokenFile.current()}`;
     let body: string | undefined;
     if (options.body !== undefined) {
       body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
@@ -186,6 +219,15 @@ export class KubeClient {
   async close(): Promise<void> {
     await this.dispatcher.close();
   }
+}
+
+/** The `token-file` a kubeconfig names for `user` (relative to the kubeconfig), to be read as it changes. */
+export function kubeconfigTokenFile(kubeconfig: string, user: string | undefined): string | undefined {
+  const doc = parse(readFileSync(kubeconfig, 'utf8')) as {
+    users?: { name?: string; user?: Record<string, unknown> }[];
+  } | null;
+  const file = doc?.users?.find((u) => u.name === user)?.user?.['token-file'];
+  return typeof file === 'string' && file ? resolve(dirname(kubeconfig), file) : undefined;
 }
 
 export function refOf(obj: KubeObject): ObjectRef {

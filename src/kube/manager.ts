@@ -1,6 +1,8 @@
-// The operator process's lifecycle: health and metrics, webhooks (on every replica), informers, and the
-// controllers, which run only while this replica holds the operator Lease. Shutdown drains in-flight
-// reconciles and releases the Lease so a standby takes over at once.
+// The operator process's lifecycle: health and metrics, webhooks (served on every replica), informers,
+// and the controllers, which run only while this replica holds the operator Lease. Every write the
+// process makes is the leader's: the controllers, and the webhook certificates and configurations (see
+// webhook-serving.ts); a replica that does not lead only reads. Shutdown drains in-flight reconciles and
+// releases the Lease so a standby takes over at once.
 
 import type { KubeClient } from './client.ts';
 import type { Controller } from './controller.ts';
@@ -10,8 +12,7 @@ import { LeaderElector } from './leader-election.ts';
 import { log } from './log.ts';
 import { leaderGauge } from './metrics.ts';
 import type { KubeObject } from './object.ts';
-import type { WebhookCertificates } from './webhook-certs.ts';
-import type { WebhookServer } from './webhook-server.ts';
+import { WebhookServing, type WebhookServingOptions } from './webhook-serving.ts';
 
 export interface ManagerOptions {
   client: KubeClient;
@@ -25,14 +26,7 @@ export interface ManagerOptions {
   };
   /** Port for /healthz, /readyz and /metrics (0 picks a free one); none when omitted. */
   healthPort?: number;
-  webhook?: {
-    server: WebhookServer;
-    certificates: WebhookCertificates;
-    port: number;
-    host?: string;
-    /** How often the certificate Secret is re-read (rotation, other replicas' renewals). */
-    refreshMs?: number;
-  };
+  webhook?: WebhookServingOptions;
   /** Called when the Lease is lost; by default the process exits non-zero. */
   onLostLeadership?: () => void;
 }
@@ -43,14 +37,19 @@ export class Manager {
   private readonly controllers: Controller[] = [];
   private readonly health = new HealthServer();
   private elector: LeaderElector | undefined;
-  private certTimer: NodeJS.Timeout | undefined;
   private shuttingDown = false;
   private leading: Promise<void> | undefined;
+  private isLeader = false;
+  readonly webhooks: WebhookServing | undefined;
   healthPort: number | undefined;
-  webhookPort: number | undefined;
 
   constructor(options: ManagerOptions) {
     this.options = options;
+    this.webhooks = options.webhook && new WebhookServing(options.webhook);
+  }
+
+  get webhookPort(): number | undefined {
+    return this.webhooks?.port;
   }
 
   addInformer<T extends KubeObject>(informer: Informer<T>): Informer<T> {
@@ -70,8 +69,15 @@ export class Manager {
       const pending = this.informers.filter((i) => !i.hasSynced()).map((i) => i.kind);
       return pending.length ? `informers not synced: ${pending.join(', ')}` : undefined;
     });
+    this.health.addReadiness(() =>
+      this.webhooks && !this.webhooks.serving
+        ? 'no webhook certificate yet (the leader issues it)'
+        : undefined,
+    );
     if (o.healthPort !== undefined) this.healthPort = await this.health.start(o.healthPort);
-    if (o.webhook) await this.startWebhooks(o.webhook);
+    // Without an election this process is the only writer; with one, it writes once it leads.
+    if (this.webhooks) await this.webhooks.refresh(!o.leaderElection);
+    this.webhooks?.startTimer(() => this.isLeader || !o.leaderElection);
     for (const informer of this.informers) informer.start();
     await Promise.all(this.informers.map((i) => i.waitForSync()));
     if (!o.leaderElection) {
@@ -85,9 +91,15 @@ export class Manager {
 
   private async lead(elector: LeaderElector): Promise<void> {
     if (!(await elector.acquire())) return;
+    this.isLeader = true;
     leaderGauge.set(1);
+    // The certificates first, so a fresh install serves admission before the controllers write.
+    await this.webhooks
+      ?.refresh(true)
+      .catch((err) => log.warn({ err: String(err) }, 'could not settle the webhook certificate'));
     this.startControllers();
     const outcome = await elector.renewUntilLost();
+    this.isLeader = false;
     leaderGauge.set(0);
     if (outcome === 'lost' && !this.shuttingDown) {
       log.error('lost the operator lease: stopping reconciles and exiting');
@@ -101,22 +113,6 @@ export class Manager {
     log.info({ controllers: this.controllers.map((c) => c.name) }, 'controllers started');
   }
 
-  private async startWebhooks(w: NonNullable<ManagerOptions['webhook']>): Promise<void> {
-    await w.certificates.ensure();
-    this.webhookPort = await w.server.start(w.certificates.serving!, w.port, w.host);
-    this.certTimer = setInterval(async () => {
-      try {
-        if (await w.certificates.ensure()) {
-          w.server.updateCertificate(w.certificates.serving!);
-          log.info('serving a renewed webhook certificate');
-        }
-      } catch (err) {
-        log.warn({ err: String(err) }, 'could not refresh the webhook certificate');
-      }
-    }, w.refreshMs ?? 60_000);
-    this.certTimer.unref();
-  }
-
   /** Drains in-flight reconciles, releases the Lease, then stops informers and servers. */
   async shutdown(): Promise<void> {
     if (this.shuttingDown) return;
@@ -125,9 +121,8 @@ export class Manager {
     await this.elector?.release();
     await this.leading;
     leaderGauge.set(0);
-    clearInterval(this.certTimer);
     await Promise.all(this.informers.map((i) => i.stop()));
-    await this.options.webhook?.server.stop();
+    await this.webhooks?.stop();
     await this.health.stop();
   }
 }

@@ -1,6 +1,6 @@
 // A small certificate authority: ECDSA P-256 keys and X.509 certificates as PEM. Used for the local
 // control plane and for the admission webhook's serving certificate.
-import { webcrypto } from 'node:crypto';
+import { webcrypto, X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 // @peculiar/x509 resolves its providers through decorators, which need the metadata polyfill first.
 import 'reflect-metadata';
@@ -136,6 +136,14 @@ export async function createSigningKeyPair(): Promise<{ publicKeyPem: string; pr
 }
 
 /** When a PEM certificate stops being valid. */
+/** Whether the certificate is valid for every DNS name and IP address in `hosts`. */
+export function certificateCovers(certPem: string, hosts: string[]): boolean {
+  const cert = new X509Certificate(certPem);
+  return hosts.every(
+    (h) => (isIP(h) ? cert.checkIP(h) : cert.checkHost(h, { wildcards: false })) !== undefined,
+  );
+}
+
 export function certificateNotAfter(certPem: string): Date {
   return new x509.X509Certificate(certPem).notAfter;
 }

@@ -1,13 +1,19 @@
 // The webhook's own certificate authority and serving certificate, kept in a Secret so every replica
-// serves the same pair. Certificates are rotated before they expire (a new CA in two steps, see
-// cert-rotation.ts), the CA bundle is patched into the webhook configurations, and each replica picks
-// up a new pair without a restart.
+// serves the same pair. Only the leader writes (ensure): it issues and rotates the certificates before
+// they expire (a new CA in two steps, see cert-rotation.ts) and patches the CA bundle into the webhook
+// configurations; every other replica only reads the Secret (load) and picks up a new pair without a
+// restart. With `external` (cert-manager) nobody here writes: the Secret is only read.
 import { planRotation } from './cert-rotation.ts';
 import type { KubeClient } from './client.ts';
 import { ApiError } from './errors.ts';
 import { log } from './log.ts';
 import type { KubeObject } from './object.ts';
-import { certificateNotAfter, createCertificateAuthority, loadCertificateAuthority } from './pki.ts';
+import {
+  certificateCovers,
+  certificateNotAfter,
+  createCertificateAuthority,
+  loadCertificateAuthority,
+} from './pki.ts';
 import type { ServingCertificate } from './webhook-server.ts';
 
 type Secret = KubeObject & { type?: string; data?: Record<string, string> };
@@ -29,6 +35,8 @@ export interface WebhookCertOptions {
   rotateAtRemainingFraction?: number;
   /** How long a new CA is in the published bundle before it signs the serving certificate. */
   caPropagationMs?: number;
+  /** The Secret and the CA bundles are written by someone else (cert-manager): only read the Secret. */
+  external?: boolean;
 }
 
 interface Bundle {
@@ -59,6 +67,7 @@ export class WebhookCertificates {
       servingValidDays: 365,
       rotateAtRemainingFraction: 1 / 3,
       caPropagationMs: 5 * 60_000,
+      external: false,
       ...options,
     };
   }
@@ -74,10 +83,24 @@ export class WebhookCertificates {
   }
 
   /**
-   * Reads the Secret, renews what is due (or missing) and writes it back, then patches the CA bundle
-   * into the webhook configurations. Returns true when the serving pair changed since the last call.
+   * Reads the Secret and nothing else (a replica that does not lead). A missing or unreadable Secret
+   * keeps the pair already served. Returns true when the serving pair changed since the last call.
+   */
+  async load(): Promise<boolean> {
+    const before = this.current?.tlsCert;
+    const secret = await this.client.find<Secret>(this.secretRef());
+    const bundle = secret && this.decode(secret);
+    if (bundle) this.current = bundle;
+    return this.current !== undefined && before !== this.current.tlsCert;
+  }
+
+  /**
+   * The leader's step: reads the Secret, renews what is due (or missing, or not valid for every host)
+   * and writes it back, then patches the CA bundle into the webhook configurations. Returns true when
+   * the serving pair changed since the last call. With `external` it only reads.
    */
   async ensure(now = Date.now()): Promise<boolean> {
+    if (this.options.external) return this.load();
     const before = this.current?.tlsCert;
     for (let attempt = 0; attempt < 5; attempt++) {
       const secret = await this.client.find<Secret>(this.secretRef());
@@ -116,6 +139,9 @@ export class WebhookCertificates {
     const caKey = unb64(d['ca.key']);
     const tlsCert = unb64(d['tls.crt']);
     const tlsKey = unb64(d['tls.key']);
+    // An issuer's Secret (cert-manager) carries the serving pair; the CA key stays with the issuer.
+    if (this.options.external)
+      return tlsCert && tlsKey ? { caCert: caCert ?? '', caKey: '', tlsCert, tlsKey } : undefined;
     if (!caCert || !caKey || !tlsCert || !tlsKey) return undefined;
     const stagedCert = unb64(d['ca-staged.crt']);
     const stagedKey = unb64(d['ca-staged.key']);
@@ -141,7 +167,7 @@ export class WebhookCertificates {
 
   private async renewIfDue(bundle: Bundle | undefined, now: number): Promise<Bundle | undefined> {
     const o = this.options;
-    const plan = planRotation(
+    const planned = planRotation(
       bundle && {
         caNotAfter: certificateNotAfter(bundle.caCert).getTime(),
         servingNotAfter: certificateNotAfter(bundle.tlsCert).getTime(),
@@ -150,6 +176,8 @@ export class WebhookCertificates {
       now,
       o,
     );
+    // A certificate issued for other names (a renamed Service) is issued again before it is served.
+    const plan = { ...planned, serving: planned.serving || !certificateCovers(bundle!.tlsCert, o.hosts) };
     if (plan.ca === 'keep' && !plan.serving) return undefined;
     const newCa = async () => createCertificateAuthority('kvpool-webhook-ca', o.caValidDays);
     let signing = bundle && { certPem: bundle.caCert, keyPem: bundle.caKey };
@@ -208,7 +236,8 @@ export class WebhookCertificates {
         namespace: this.options.namespace,
         ...(existing ? { resourceVersion: existing.metadata.resourceVersion } : {}),
       },
-      type: 'kubernetes.io/tls',
+      // An existing Secret keeps its type (the chart creates it empty, as Opaque): the type is immutable.
+      type: existing?.type ?? 'kubernetes.io/tls',
       data,
     };
     if (existing) await this.client.replace(body);

@@ -9,7 +9,7 @@ export const projectRoot = resolve(import.meta.dirname, '../..');
 function readToolchainEnv(): Record<string, string> {
   const out: Record<string, string> = {};
   for (const line of readFileSync(join(projectRoot, 'toolchain.env'), 'utf8').split('\n')) {
-    const m = /^([A-Z_]+)=(.*)$/.exec(line.trim());
+    const m = /^([A-Z0-9_]+)=(.*)$/.exec(line.trim());
     if (m) out[m[1]!] = m[2]!.replace(/^"|"$/g, '');
   }
   return out;
@@ -28,6 +28,8 @@ export const toolchain = {
   kubeVersion: versions.KUBE_VERSION!,
   etcdVersion: versions.ETCD_VERSION!,
   mooncakeVersion: versions.MOONCAKE_VERSION!,
+  helmVersion: versions.HELM_VERSION!,
+  helm4Version: versions.HELM4_VERSION!,
 };
 
 export function cacheDir(): string {
@@ -67,6 +69,12 @@ export function cniPluginDir(): string {
   const dir = join(cacheDir(), 'cni-plugins', toolchainValue('CNI_PLUGINS_VERSION'));
   requireFile(join(dir, 'bridge'), 'the CNI plugins');
   return dir;
+}
+
+/** The Helm CLI the project runs (Helm 3), or the Helm 4 build the chart is also tested with. */
+export function helmBinary(major: 3 | 4 = 3): string {
+  const version = major === 3 ? toolchain.helmVersion : toolchain.helm4Version;
+  return requireFile(join(cacheDir(), 'helm', version, 'helm'), `helm ${version}`);
 }
 
 export function etcdBinary(): string {

@@ -26,6 +26,12 @@ export interface Hooks {
   mutating: HookSpec[];
 }
 
+/** Every hook the operator serves, as the webhook configurations route to them. */
+export const webhookHooks: Hooks = {
+  validating: [backendHook, poolHook, bindingHook, modelDeploymentHook, podFreezeHook],
+  mutating: [podInjectionHook],
+};
+
 export function registerWebhookHandlers(server: WebhookServer, ctx: OperatorContext): Hooks {
   const informers = deploymentInformers(ctx);
   server.handle(backendHook.path, backendAdmission(ctx.settings));
@@ -34,10 +40,7 @@ export function registerWebhookHandlers(server: WebhookServer, ctx: OperatorCont
   server.handle(modelDeploymentHook.path, modelDeploymentAdmission(ctx, informers));
   server.handle(podInjectionHook.path, podInjectionAdmission(ctx, informers));
   server.handle(podFreezeHook.path, podFreezeAdmission);
-  return {
-    validating: [backendHook, poolHook, bindingHook, modelDeploymentHook, podFreezeHook],
-    mutating: [podInjectionHook],
-  };
+  return webhookHooks;
 }
 
 /** Applies the webhook configurations with the current CA bundle (every replica; same intent). */

@@ -1,5 +1,6 @@
 // Two real operator processes on one Lease (15 s / 10 s / 2 s): exactly one leads; a SIGKILLed
 // leader is replaced within leaseDuration + retryPeriod; a SIGTERMed one within about a retryPeriod.
+// They run as the chart's ServiceAccount (its RBAC rendered for this namespace).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,8 +11,13 @@ import type { KubeClient } from '../../src/kube/client.ts';
 import type { Lease } from '../../src/kube/leader-election.ts';
 import type { ManagedProcess } from '../../src/local/processes.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
-import { ensureNamespace, uniqueName } from '../support/cluster.ts';
+import { uniqueName } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import {
+  type AccountKubeconfig,
+  accountKubeconfig,
+  installOperatorAccess,
+} from '../support/operator-access.ts';
 import { startOperatorProcess } from '../support/operator-process.ts';
 
 const ns = 'leader-election';
@@ -21,21 +27,14 @@ const retryPeriodMs = 2_000;
 describe('operator leader election', () => {
   let client: KubeClient;
   let cluster: IsolatedCluster;
+  let account: AccountKubeconfig;
   const leaseName = uniqueName('kvpool-operator');
   const logDir = mkdtempSync(join(tmpdir(), 'kvpool-le-'));
   const operators = new Map<string, ManagedProcess>();
 
   const start = (id: string) =>
     operators
-      .set(
-        id,
-        startOperatorProcess(
-          cluster.cp.kubeconfigPath,
-          id,
-          ['--namespace', ns, '--lease-name', leaseName],
-          logDir,
-        ),
-      )
+      .set(id, startOperatorProcess(account.path, id, ['--namespace', ns, '--lease-name', leaseName], logDir))
       .get(id)!;
   const holder = async () =>
     (
@@ -58,11 +57,13 @@ describe('operator leader election', () => {
   before(async () => {
     cluster = await startIsolatedCluster();
     client = cluster.client;
-    await ensureNamespace(client, ns);
+    await installOperatorAccess(client, ns);
+    account = await accountKubeconfig(client, cluster.cp.kubeconfigPath, ns);
   });
   after(async () => {
     for (const p of operators.values()) await p.stop();
     await cluster?.stop();
+    account?.remove();
     rmSync(logDir, { recursive: true, force: true });
   });
 

@@ -1,0 +1,146 @@
+// The chart against the real apiserver: what it renders is accepted (--dry-run=server), the operator's
+// Pod passes the `restricted` Pod Security level, and the operator's account can do exactly what the
+// committed expectation lists (kubectl auth can-i --list), which reaches no Secret but its own.
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { parseAllDocuments } from 'yaml';
+import { helmTemplate, installNamespace, installYamlPath } from '../../src/cli/manifests.ts';
+import { KubeClient, type KubeObject } from '../../src/kube/client.ts';
+import { ApiError } from '../../src/kube/errors.ts';
+import { ensureNamespace, kubectl, testClient, testKubeconfig, uniqueName } from '../support/cluster.ts';
+import {
+  type AccountKubeconfig,
+  accountKubeconfig,
+  chartObjects,
+  installOperatorAccess,
+  operatorAccount,
+} from '../support/operator-access.ts';
+
+const account = `system:serviceaccount:${installNamespace}:${operatorAccount}`;
+const expected = (name: string) => new URL(`expected/${name}`, import.meta.url);
+
+/** Compares with the committed expectation; UPDATE_GOLDEN=1 records it. */
+function assertExpected(name: string, actual: string): void {
+  if (process.env.UPDATE_GOLDEN === '1') {
+    writeFileSync(expected(name), actual);
+    return;
+  }
+  assert.equal(
+    actual,
+    readFileSync(expected(name), 'utf8'),
+    `${name}: rerun with UPDATE_GOLDEN=1 if intended`,
+  );
+}
+
+describe('the chart on the real apiserver', () => {
+  let admin: KubeClient;
+  let operatorKubeconfig: AccountKubeconfig;
+  let operator: KubeClient;
+  const otherNamespace = 'kvpool-rbac-elsewhere';
+
+  before(async () => {
+    admin = await testClient();
+    await ensureNamespace(admin, otherNamespace);
+    await installOperatorAccess(admin);
+    operatorKubeconfig = await accountKubeconfig(admin, testKubeconfig());
+    operator = await KubeClient.fromKubeconfigFile(operatorKubeconfig.path);
+  });
+  after(async () => {
+    await operator?.close();
+    operatorKubeconfig?.remove();
+    await admin.close();
+  });
+
+  it('accepts everything the chart renders, and deploy/install.yaml (--dry-run=server)', async () => {
+    const chart = helmTemplate(['--namespace', installNamespace, '--include-crds']);
+    for (const manifest of [chart, readFileSync(installYamlPath, 'utf8')]) {
+      const out = await kubectl(
+        ['apply', '--server-side', '--dry-run=server', '--field-manager=kvpool-test', '-f', '-'],
+        manifest,
+      );
+      const applied = out.split('\n').filter((l) => l.includes('serverside-applied (server dry run)'));
+      const objects = parseAllDocuments(manifest).filter((d) => d.toJSON()?.kind).length;
+      assert.equal(applied.length, objects, out);
+    }
+  });
+
+  it('runs the operator in a Pod the `restricted` Pod Security level admits', async () => {
+    const ns = uniqueName('restricted');
+    await admin.apply(
+      {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: ns, labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } },
+      } as KubeObject,
+      { fieldManager: 'kvpool-test' },
+    );
+    const deployment = chartObjects().find((o) => o.kind === 'Deployment') as KubeObject & {
+      spec: { template: { metadata: KubeObject['metadata']; spec: unknown } };
+    };
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'kvpool-operator', namespace: ns, labels: deployment.spec.template.metadata.labels },
+      spec: deployment.spec.template.spec,
+    } as KubeObject;
+    const created = await admin.create(pod, { dryRun: true });
+    assert.equal(created.metadata.namespace, ns);
+    // The control: a Pod without the securityContext is refused by the same namespace.
+    const bare = { ...pod, spec: { containers: [{ name: 'c', image: 'kvpool/kvpool-operator:0.1.0' }] } };
+    await assert.rejects(
+      admin.create(bare as KubeObject, { dryRun: true }),
+      /violates PodSecurity "restricted/,
+    );
+  });
+
+  it('lets the operator account do exactly what the expectation lists, in its namespace and elsewhere', async () => {
+    for (const [ns, file] of [
+      [installNamespace, 'operator-can-i-own-namespace.txt'],
+      [otherNamespace, 'operator-can-i-other-namespace.txt'],
+    ] as const) {
+      assertExpected(file, await kubectl(['auth', 'can-i', '--list', `--as=${account}`, '-n', ns]));
+    }
+  });
+
+  it('refuses the operator account every Secret but its webhook certificate', async () => {
+    const secret = async (namespace: string, name: string) => {
+      await admin.apply(
+        {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name, namespace },
+          stringData: { k: 'v' },
+        } as KubeObject,
+        { fieldManager: 'kvpool-test' },
+      );
+      return { apiVersion: 'v1', kind: 'Secret', namespace, name };
+    };
+    const refused = async (p: Promise<unknown>, what: string) =>
+      assert.rejects(p, (err: unknown) => err instanceof ApiError && err.status === 403, what);
+    await refused(operator.get(await secret(otherNamespace, 'elsewhere')), 'a Secret in another namespace');
+    await refused(
+      operator.get(await secret(installNamespace, 'neighbour')),
+      'another Secret in its namespace',
+    );
+    await refused(
+      operator.list({ apiVersion: 'v1', kind: 'Secret', namespace: installNamespace }),
+      'listing',
+    );
+    await refused(
+      operator.create({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: uniqueName('minted'), namespace: installNamespace },
+      } as KubeObject),
+      'creating a Secret',
+    );
+    const own = await operator.get({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      namespace: installNamespace,
+      name: 'kvpool-webhook-certs',
+    });
+    assert.equal(own.metadata.name, 'kvpool-webhook-certs');
+  });
+});

@@ -1,0 +1,112 @@
+// Every write the operator makes is the leader's. A replica that does not lead serves admission with
+// the certificate the leader wrote, but never writes the certificate Secret or the webhook
+// configurations' CA bundle, even when both are emptied; once it leads, it writes them. (Controllers
+// start only on the leader: runtime-leader-election.test.ts.)
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
+import type { Lease } from '../../src/kube/leader-election.ts';
+import { awaitAdmissionInForce } from '../../src/local/admission-in-force.ts';
+import { validatingConfigurationName } from '../../src/webhooks/configuration.ts';
+import { until } from '../support/cluster.ts';
+import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
+
+const ns = 'gpustack-system';
+const leaseName = 'kvpool-operator';
+const secretRef = { apiVersion: 'v1', kind: 'Secret', namespace: ns, name: 'kvpool-webhook-certs' };
+const configRef = {
+  apiVersion: 'admissionregistration.k8s.io/v1',
+  kind: 'ValidatingWebhookConfiguration',
+  name: validatingConfigurationName,
+};
+type Configuration = KubeObject & { webhooks: { clientConfig: { caBundle?: string } }[] };
+
+describe('writes gated by leadership', () => {
+  let cluster: IsolatedCluster;
+  let admin: KubeClient;
+  let leader: InProcessOperator | undefined;
+  let standby: InProcessOperator | undefined;
+
+  const holder = async () =>
+    (
+      await admin.find<Lease>({
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        namespace: ns,
+        name: leaseName,
+      })
+    )?.spec?.holderIdentity;
+  const caBundles = async () =>
+    (await admin.get<Configuration>(configRef)).webhooks.map((w) => w.clientConfig.caBundle ?? '');
+
+  before(async () => {
+    cluster = await startIsolatedCluster();
+    admin = cluster.client;
+  });
+  after(async () => {
+    await standby?.stop();
+    await leader?.stop();
+    await cluster?.stop();
+  });
+
+  it('a replica that does not lead serves the leader’s certificate and writes neither it nor the CA bundle', async () => {
+    // The leader re-reads its certificate only hourly: nothing it does can mask the standby's writes.
+    leader = await startOperatorInProcess(cluster.cp.kubeconfigPath, {
+      webhooks: true,
+      identity: 'replica-a',
+      leaderElection: { leaseName },
+      certificateRefreshMs: 3_600_000,
+    });
+    await until('replica-a to lead', async () => ((await holder()) === 'replica-a' ? true : undefined));
+    await awaitAdmissionInForce(admin, 30_000);
+    const secretData = async () =>
+      (await admin.get<KubeObject & { data?: Record<string, string> }>(secretRef)).data ?? {};
+    assert.ok((await secretData())['tls.crt'], 'the leader wrote the certificate');
+
+    standby = await startOperatorInProcess(cluster.cp.kubeconfigPath, {
+      webhooks: true,
+      installWebhookConfigurations: false,
+      identity: 'replica-b',
+      leaderElection: { leaseName },
+      certificateRefreshMs: 100,
+    });
+    const serving = standby.manager.webhooks!;
+    await until('the standby to serve the leader’s certificate', () => (serving.serving ? true : undefined));
+    assert.equal(await holder(), 'replica-a');
+
+    // The installation's empty Secret again, and no CA bundle: what a replica that may write would fix.
+    const secret = await admin.get<KubeObject & { data?: Record<string, string> }>(secretRef);
+    await admin.replace({ ...secret, data: {} });
+    await admin.jsonPatch(
+      configRef,
+      (await caBundles()).map((_, i) => ({
+        op: 'replace',
+        path: `/webhooks/${i}/clientConfig/caBundle`,
+        value: '',
+      })),
+    );
+    const looked = serving.refreshes;
+    await until('the standby to look at the Secret five more times', () =>
+      serving.refreshes >= looked + 5 ? true : undefined,
+    );
+    assert.deepEqual(await secretData(), {}, 'the standby did not write the Secret');
+    assert.ok(
+      (await caBundles()).every((b) => b === ''),
+      'the standby did not set the CA bundle',
+    );
+    assert.ok(serving.serving, 'it keeps serving the certificate it loaded');
+    assert.equal(await holder(), 'replica-a', 'replica-a led throughout');
+
+    // The same replica writes both once it leads.
+    await leader.stop();
+    leader = undefined;
+    await until('replica-b to lead', async () => ((await holder()) === 'replica-b' ? true : undefined));
+    await until('the new leader to write the Secret', async () =>
+      (await secretData())['tls.crt'] ? true : undefined,
+    );
+    await until('the new leader to set the CA bundle', async () =>
+      (await caBundles()).every((b) => b !== '') ? true : undefined,
+    );
+  });
+});

@@ -1,0 +1,247 @@
+// The Helm chart as Helm 3 and Helm 4 render it (no cluster): lint clean, the same objects from both,
+// its defaults agree with the code's, least-privilege RBAC, and cert-manager on request.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { parse, parseAllDocuments } from 'yaml';
+import { settingDefaults } from '../../src/api/setting.ts';
+import { chartDir, helmTemplate } from '../../src/cli/manifests.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
+import { helmBinary, projectRoot } from '../../src/local/toolchain.ts';
+
+type Obj = KubeObject & Record<string, unknown>;
+const render = (args: string[] = [], major: 3 | 4 = 3): Obj[] =>
+  parseAllDocuments(helmTemplate(['--namespace', 'kvpool-system', '--include-crds', ...args], major))
+    .map((d) => d.toJSON() as Obj | null)
+    .filter((o): o is Obj => Boolean(o?.kind));
+const find = (objs: Obj[], kind: string, name?: string) =>
+  objs.filter((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
+const key = (o: Obj) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+const certManager = ['--set', 'webhook.certificates.source=cert-manager'];
+
+type Probe = { httpGet: { port: string } };
+type DeploymentSpec = {
+  replicas: number;
+  template: {
+    spec: {
+      topologySpreadConstraints: { topologyKey: string }[];
+      securityContext: { runAsNonRoot: boolean; seccompProfile: { type: string } };
+      containers: {
+        args: string[];
+        readinessProbe: Probe;
+        livenessProbe: Probe;
+        resources: { requests: Record<string, string>; limits: Record<string, string> };
+        securityContext: { capabilities: { drop: string[] }; allowPrivilegeEscalation: boolean };
+      }[];
+    };
+  };
+};
+type Webhook = {
+  clientConfig: { service: { name: string; namespace: string; port: number }; caBundle?: string };
+  timeoutSeconds: number;
+  failurePolicy: string;
+};
+
+function lint(major: 3 | 4, args: string[]): string {
+  return execFileSync(helmBinary(major), ['lint', '--strict', chartDir, ...args], { encoding: 'utf8' });
+}
+
+describe('the kvpool chart', () => {
+  for (const major of [3, 4] as const) {
+    it(`passes helm lint --strict with Helm ${major}, by default and with cert-manager`, () => {
+      for (const args of [[], certManager]) {
+        const out = lint(major, args);
+        assert.match(out, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+        assert.doesNotMatch(out, /\[(WARNING|ERROR)\]/, out);
+      }
+    });
+  }
+
+  it('renders the same objects with Helm 3 and Helm 4', () => {
+    const byKey = (objs: Obj[]) => new Map(objs.map((o) => [key(o), o]));
+    const three = byKey(render([], 3));
+    const four = byKey(render([], 4));
+    assert.deepEqual([...four.keys()].sort(), [...three.keys()].sort());
+    for (const [k, o] of three) assert.deepEqual(four.get(k), o, k);
+  });
+
+  it('releases with the project: chart version, appVersion and the operator image tag', () => {
+    const version = (
+      JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { version: string }
+    ).version;
+    const chart = parse(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as Record<string, string>;
+    assert.equal(chart.version, version);
+    assert.equal(chart.appVersion, version);
+    const [deployment] = find(render(), 'Deployment') as (Obj & {
+      spec: { template: { spec: { containers: { image: string }[] } } };
+    })[];
+    assert.equal(deployment!.spec.template.spec.containers[0]!.image, `kvpool/kvpool-operator:${version}`);
+  });
+
+  it('ships the Settings the operator defaults to, so leaving them out (install.yaml) changes nothing', () => {
+    const settings = find(render(), 'Setting') as (Obj & { spec: { value: string } })[];
+    assert.deepEqual(
+      Object.fromEntries(settings.map((s) => [s.metadata.name, s.spec.value])),
+      settingDefaults,
+    );
+    assert.ok(settings.every((s) => s.metadata.namespace === 'kvpool-system'));
+    const images = find(
+      render(['--set', 'image.registry=registry.example.com/']),
+      'Setting',
+      'kv-cache-backend-image',
+    );
+    assert.equal(
+      (images[0] as Obj & { spec: { value: string } }).spec.value,
+      `registry.example.com/${settingDefaults['kv-cache-backend-image']}`,
+    );
+  });
+
+  it('upgrades the worker CRDs as templates kept on uninstall; the Setting CRD installs first', () => {
+    const crds = find(render(), 'CustomResourceDefinition');
+    assert.deepEqual(crds.map((c) => c.metadata.name).sort(), [
+      'instancetypes.worker.gpustack.ai',
+      'kvcachebackends.worker.gpustack.ai',
+      'kvcachepoolbindings.worker.gpustack.ai',
+      'kvcachepools.worker.gpustack.ai',
+      'modeldeployments.worker.gpustack.ai',
+      'settings.gpustack.ai',
+    ]);
+    for (const crd of crds) {
+      const kept = crd.metadata.annotations?.['helm.sh/resource-policy'] === 'keep';
+      assert.equal(kept, crd.metadata.name !== 'settings.gpustack.ai', String(crd.metadata.name));
+    }
+    const templatesOnly = helmTemplate(['--namespace', 'kvpool-system']);
+    assert.doesNotMatch(templatesOnly, /name: settings\.gpustack\.ai/, 'the Setting CRD is in crds/');
+  });
+
+  it('grants no wildcard and reaches no Secret but its own certificate', () => {
+    const objs = render();
+    const roles = [...find(objs, 'ClusterRole'), ...find(objs, 'Role')] as (Obj & {
+      rules: { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }[];
+    })[];
+    assert.equal(roles.length, 2);
+    for (const rule of roles.flatMap((r) => r.rules)) {
+      for (const list of [rule.apiGroups, rule.resources, rule.verbs])
+        assert.ok(!list.includes('*'), JSON.stringify(rule));
+    }
+    const secretRules = roles
+      .flatMap((r) => r.rules.map((rule) => ({ kind: r.kind, rule })))
+      .filter(({ rule }) => rule.resources.includes('secrets'));
+    assert.deepEqual(secretRules, [
+      {
+        kind: 'Role',
+        rule: {
+          apiGroups: [''],
+          resources: ['secrets'],
+          resourceNames: ['kvpool-webhook-certs'],
+          verbs: ['get', 'update'],
+        },
+      },
+    ]);
+  });
+
+  it('runs two spread replicas with a disruption budget, probes on the health port and a restricted securityContext', () => {
+    const objs = render();
+    const [deployment] = find(objs, 'Deployment') as (Obj & { spec: DeploymentSpec })[];
+    const spec = deployment!.spec;
+    assert.equal(spec.replicas, 2);
+    const pod = spec.template.spec;
+    assert.equal(pod.topologySpreadConstraints[0]!.topologyKey, 'kubernetes.io/hostname');
+    assert.equal(pod.securityContext.runAsNonRoot, true);
+    assert.equal(pod.securityContext.seccompProfile.type, 'RuntimeDefault');
+    const c = pod.containers[0]!;
+    assert.deepEqual(c.securityContext.capabilities.drop, ['ALL']);
+    assert.equal(c.securityContext.allowPrivilegeEscalation, false);
+    for (const probe of [c.readinessProbe, c.livenessProbe]) assert.equal(probe.httpGet.port, 'health');
+    assert.ok(c.resources.requests.cpu && c.resources.requests.memory && c.resources.limits.memory);
+    assert.ok(c.args.includes('--webhook-service=kvpool-webhook'));
+    const [pdb] = find(objs, 'PodDisruptionBudget') as (Obj & { spec: { minAvailable: number } })[];
+    assert.equal(pdb!.spec.minAvailable, 1);
+    assert.equal(
+      find(render(['--set', 'operator.replicas=1']), 'PodDisruptionBudget').length,
+      0,
+      'none for one replica',
+    );
+  });
+
+  it('routes admission through the webhook Service, with the failure policy and timeout of the values', () => {
+    const objs = render(['--set', 'webhook.failurePolicy=Ignore', '--set', 'webhook.timeoutSeconds=5']);
+    const configs = [
+      ...find(objs, 'ValidatingWebhookConfiguration'),
+      ...find(objs, 'MutatingWebhookConfiguration'),
+    ] as (Obj & { webhooks: Webhook[] })[];
+    assert.equal(configs.length, 2);
+    for (const w of configs.flatMap((c) => c.webhooks)) {
+      assert.deepEqual(
+        {
+          name: w.clientConfig.service.name,
+          namespace: w.clientConfig.service.namespace,
+          port: w.clientConfig.service.port,
+        },
+        { name: 'kvpool-webhook', namespace: 'kvpool-system', port: 443 },
+      );
+      assert.equal(w.clientConfig.caBundle, undefined, 'the operator sets it');
+      assert.equal(w.timeoutSeconds, 5);
+      assert.equal(w.failurePolicy, 'Ignore');
+    }
+  });
+
+  it('labels the namespace with the Pod Security level asked for, and refuses a level that does not exist', () => {
+    const [ns] = find(render(['--set', 'podSecurity.level=baseline']), 'Namespace');
+    for (const mode of ['enforce', 'audit', 'warn'])
+      assert.equal(ns!.metadata.labels?.[`pod-security.kubernetes.io/${mode}`], 'baseline');
+    assert.throws(
+      () => render(['--set', 'podSecurity.level=strict']),
+      /podSecurity\.level=strict: must be privileged, baseline or restricted/,
+    );
+  });
+
+  it('with cert-manager: a Certificate for every Service name, the CA injected, and the operator only reads', () => {
+    const objs = render(certManager);
+    const [cert] = find(objs, 'Certificate') as (Obj & {
+      spec: { dnsNames: string[]; secretName: string };
+    })[];
+    assert.deepEqual(cert!.spec.dnsNames, [
+      'kvpool-webhook',
+      'kvpool-webhook.kvpool-system',
+      'kvpool-webhook.kvpool-system.svc',
+      'kvpool-webhook.kvpool-system.svc.cluster.local',
+    ]);
+    assert.equal(cert!.spec.secretName, 'kvpool-webhook-certs');
+    assert.equal(find(objs, 'Issuer').length, 1, 'a self-signed Issuer when none is named');
+    assert.equal(find(objs, 'Secret').length, 0, 'cert-manager creates the Secret');
+    for (const c of [
+      ...find(objs, 'ValidatingWebhookConfiguration'),
+      ...find(objs, 'MutatingWebhookConfiguration'),
+    ])
+      assert.equal(
+        c.metadata.annotations?.['cert-manager.io/inject-ca-from'],
+        'kvpool-system/kvpool-webhook-certs',
+      );
+    const rules = find(objs, 'ClusterRole')
+      .concat(find(objs, 'Role'))
+      .flatMap((r) => r.rules as { resources: string[]; verbs: string[] }[]);
+    assert.ok(
+      !rules.some((r) => r.resources.some((x) => x.endsWith('webhookconfigurations'))),
+      'no CA bundle to patch',
+    );
+    assert.deepEqual(
+      rules.filter((r) => r.resources.includes('secrets')).map((r) => r.verbs),
+      [['get']],
+    );
+    const named = render([
+      ...certManager,
+      '--set',
+      'webhook.certificates.certManager.issuerRef.name=corp-ca',
+      '--set',
+      'webhook.certificates.certManager.issuerRef.kind=ClusterIssuer',
+    ]);
+    assert.equal(find(named, 'Issuer').length, 0);
+    assert.deepEqual(
+      (find(named, 'Certificate')[0] as Obj & { spec: { issuerRef: unknown } }).spec.issuerRef,
+      { kind: 'ClusterIssuer', name: 'corp-ca' },
+    );
+  });
+});
