@@ -14,7 +14,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { withLock } from '../src/local/file-lock.ts';
 import { cacheDir, projectRoot, toolchainValue } from '../src/local/toolchain.ts';
 import { type Layer as BuiltLayer, writeImageArchive, writeLayer } from './lib/oci.ts';
 import { run } from './lib/run.ts';
@@ -260,7 +260,9 @@ export async function buildImages(names: string[] = []): Promise<BuiltImage[]> {
   const unknown = names.filter((n) => !images.some((i) => i.name === n));
   if (unknown.length)
     throw new Error(`no image named ${unknown.join(', ')} (images: ${images.map((i) => i.name).join(', ')})`);
-  return withBuildLock(async () => {
+  mkdirSync(imagesDir(), { recursive: true });
+  // Builds started at once (test files) take turns.
+  return withLock(join(imagesDir(), '.build-lock'), async () => {
     const out = [];
     for (const image of images)
       if (!names.length || names.includes(image.name)) out.push(await buildImage(image));
@@ -292,37 +294,6 @@ function pruneOldBuilds(): void {
   prune(join(imagesDir(), 'layers'), (f) =>
     /^.+-[0-9a-f]{16}-p\d+\.tar\.gz/.test(f) ? f.replace(/-[0-9a-f]{16}-/, '-') : undefined,
   );
-}
-
-/** Holds the cache's build lock while `fn` runs: builds started at once (test files) take turns. */
-async function withBuildLock<T>(fn: () => Promise<T>): Promise<T> {
-  const lock = join(imagesDir(), '.build-lock');
-  mkdirSync(imagesDir(), { recursive: true });
-  for (;;) {
-    try {
-      writeFileSync(lock, `${process.pid}\n`, { flag: 'wx' });
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const owner = Number(readFileSync(lock, 'utf8').trim());
-      if (!owner || !isAlive(owner)) rmSync(lock, { force: true });
-      else await sleep(200);
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    rmSync(lock, { force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;

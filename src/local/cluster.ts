@@ -1,38 +1,38 @@
 // The embedded local cluster: a real control plane, real nodes (containerd, runc, the kubelet and
-// kube-proxy, see nodes/), cluster DNS, the project's images loaded on every node, the kvpool CRDs,
-// Settings and an InstanceType, and the operator as its own process. Used by `npm start` and by the
-// end-to-end tests.
+// kube-proxy, see nodes/), cluster DNS, the project's images loaded on every node, kvpool installed by
+// its Helm chart (the operator runs in the cluster) and an InstanceType. Used by `npm start` and by
+// the end-to-end tests.
 import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { buildImages } from '../../images/build.ts';
 import { corednsImage, pauseImage } from '../../images/recipes.ts';
-import { settingDefaults } from '../api/setting.ts';
 import { KubeClient } from '../kube/client.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { awaitAdmissionInForce } from './admission-in-force.ts';
 import { ControlPlane } from './control-plane.ts';
-import { installCrds } from './install-crds.ts';
+import { chartDir, Helm } from './helm.ts';
 import { advertisedGpus, ClusterNodes } from './nodes/cluster-nodes.ts';
 import { HostNetwork } from './nodes/host-network.ts';
 import { preparedImageStore } from './nodes/image-store.ts';
 import { KernelSettings } from './nodes/kernel-settings.ts';
 import type { LocalNode } from './nodes/node.ts';
-import { freePort } from './ports.ts';
-import { type ManagedProcess, startProcess } from './processes.ts';
-import { kubeBinary, projectRoot } from './toolchain.ts';
-import { waitFor } from './wait-for.ts';
+import { helmBinary, kubeBinary } from './toolchain.ts';
 
 export const operatorNamespace = 'gpustack-system';
 export const localInstanceType = 'local-gpu';
 export const engineImageRepository = 'gpustack/runner';
+export const releaseName = 'kvpool';
 
 export interface LocalClusterOptions {
   /** Where everything lives (`.kvpool` of the checkout for `npm start`). */
   root: string;
   nodes?: number;
   nodeLabels?: Record<string, Record<string, string>>;
-  /** Extra operator flags (tests shorten intervals). */
+  /** Extra operator flags (tests shorten intervals), passed through the chart's operator.extraArgs. */
   operatorArgs?: string[];
+  /** The namespace the chart installs the operator into (default gpustack-system). */
+  namespace?: string;
 }
 
 function instanceType(): KubeObject {
@@ -63,7 +63,6 @@ export class LocalCluster {
   readonly client: KubeClient;
   readonly network: HostNetwork;
   readonly nodeSet: ClusterNodes;
-  operator?: ManagedProcess;
   private readonly options: LocalClusterOptions;
   private readonly kernel: KernelSettings;
 
@@ -145,7 +144,6 @@ export class LocalCluster {
       try {
         await nodes.start();
         await cluster.install();
-        await cluster.startOperator();
         return cluster;
       } catch (err) {
         await cluster.stop();
@@ -161,26 +159,36 @@ export class LocalCluster {
     }
   }
 
+  /**
+   * Installs kvpool as a user would, with the chart (`helm install`), and the local InstanceType; the
+   * operator runs in the cluster as its ServiceAccount, under RBAC and Pod Security.
+   */
   private async install(): Promise<void> {
     for (const [link, target] of [
       [this.kubeconfigPath, this.cp.kubeconfigPath],
       [join(this.root, 'bin', 'kubectl'), kubeBinary('kubectl')],
+      [join(this.root, 'bin', 'helm'), helmBinary()],
     ] as const) {
       rmSync(link, { force: true });
       symlinkSync(target, link);
     }
-    await installCrds(this.client);
-    const apply = (obj: KubeObject) => this.client.apply(obj, { fieldManager: 'kvpool-local' });
-    await apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: operatorNamespace } });
-    for (const [name, value] of Object.entries(settingDefaults)) {
-      await apply({
-        apiVersion: 'gpustack.ai/v1',
-        kind: 'Setting',
-        metadata: { name, namespace: operatorNamespace },
-        spec: { value },
-      } as KubeObject);
-    }
-    await apply(instanceType());
+    await this.helm.run([
+      'install',
+      releaseName,
+      chartDir,
+      '--namespace',
+      this.namespace,
+      '--create-namespace',
+      '--take-ownership',
+      '--wait',
+      '--timeout',
+      '5m',
+      '--set',
+      `operator.logLevel=${process.env.KVPOOL_LOG_LEVEL ?? 'info'}`,
+      '--set-json',
+      `operator.extraArgs=${JSON.stringify(this.options.operatorArgs ?? [])}`,
+    ]);
+    await this.client.apply(instanceType(), { fieldManager: 'kvpool-local' });
     await this.client.apply(
       {
         apiVersion: 'worker.gpustack.ai/v1',
@@ -190,48 +198,27 @@ export class LocalCluster {
           phase: 'Active',
           unit: '1/2Gi/10Gi',
           acceleratorSummary: `1/${Number(advertisedGpus) * this.nodes.length}`,
-          cpuSummary: `${this.nodes.length * 2}`,
+          cpuSummary: `${availableParallelism() * this.nodes.length}`,
         },
       } as KubeObject,
       { fieldManager: 'kvpool-local', subresource: 'status' },
     );
+    // Ready means bad input is refused: wait until the apiserver calls the operator's webhooks.
+    await awaitAdmissionInForce(this.client, 60_000);
   }
 
-  /** Runs `kvpool operator` as its own process, serving its webhooks on loopback. */
-  private async startOperator(): Promise<void> {
-    const webhookPort = await freePort();
-    const healthPort = await freePort();
-    this.operator = startProcess('kvpool-operator', process.execPath, {
-      logDir: join(this.root, 'logs'),
-      args: [
-        join(projectRoot, 'src', 'cli', 'kvpool.ts'),
-        'operator',
-        `--kubeconfig=${this.cp.kubeconfigPath}`,
-        `--namespace=${operatorNamespace}`,
-        `--identity=local-operator`,
-        `--health-port=${healthPort}`,
-        `--webhook-port=${webhookPort}`,
-        '--webhook-host=127.0.0.1',
-        `--webhook-url=https://127.0.0.1:${webhookPort}`,
-        ...(this.options.operatorArgs ?? []),
-      ],
-    });
-    const operator = this.operator;
-    await waitFor(
-      async () => {
-        operator.assertRunning();
-        const res = await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined);
-        return res?.ok ? true : undefined;
-      },
-      { what: `the operator to be ready (log: ${operator.logFile})`, timeoutMs: 60_000 },
-    );
-    // Ready means bad input is refused: wait until the apiserver calls the operator's webhooks.
-    await awaitAdmissionInForce(this.client, 30_000);
+  /** The Helm CLI against this cluster. */
+  get helm(): Helm {
+    return new Helm(this.kubeconfigPath, join(this.root, 'helm'));
+  }
+
+  /** Where the chart installed the operator (and the Settings). */
+  get namespace(): string {
+    return this.options.namespace ?? operatorNamespace;
   }
 
   /** Stops everything it started; no process, mount, network device or cgroup of it is left. */
   async stop(): Promise<void> {
-    await this.operator?.stop(10_000);
     await this.nodeSet.stop().catch(() => undefined);
     await this.client.close();
     await this.cp.stop();

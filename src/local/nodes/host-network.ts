@@ -3,8 +3,9 @@
 // a slot (a lock file naming its process); a slot whose process is gone is swept before reuse, so a
 // killed run leaves nothing that outlives the next start.
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { processAlive, tryLock } from '../file-lock.ts';
 import { type ClusterAddressing, clusterAddressing, maxSlots } from './addressing.ts';
 import { processesIn, removeCgroup } from './cgroups.ts';
 
@@ -19,15 +20,6 @@ function quietly(fn: () => unknown): void {
     fn();
   } catch {
     // Already gone.
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -83,21 +75,9 @@ export class HostNetwork {
   }
 
   private static async claim(slot: number, lock: string): Promise<boolean> {
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        const fd = openSync(lock, 'wx');
-        writeSync(fd, `${process.pid}\n`);
-        closeSync(fd);
-        await sweepSlot(slot); // whatever a killed owner left
-        return true;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-        const owner = Number(readFileSync(lock, 'utf8').trim());
-        if (owner && alive(owner)) return false;
-        rmSync(lock, { force: true }); // its owner died: take it over
-      }
-    }
-    return false;
+    if (!tryLock(lock)) return false;
+    await sweepSlot(slot); // whatever a killed owner left
+    return true;
   }
 
   private createBridge(): void {
@@ -190,7 +170,7 @@ export function abandonedTraces(): string[] {
     } catch {
       // No lock: no live cluster owns the slot.
     }
-    if (owner && alive(owner)) continue;
+    if (owner && processAlive(owner)) continue;
     traces.push(...slotTraces(slot));
   }
   return traces;

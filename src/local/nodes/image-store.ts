@@ -4,52 +4,15 @@
 // again), and only the databases containerd writes in place are real copies.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import {
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { withLock } from '../file-lock.ts';
 import { startProcess } from '../processes.ts';
 import { cacheDir, nodeBinary, toolchainValue } from '../toolchain.ts';
 import { waitFor } from '../wait-for.ts';
 
 const run = promisify(execFile);
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-async function withLock<T>(lock: string, fn: () => Promise<T>): Promise<T> {
-  for (;;) {
-    try {
-      writeFileSync(lock, `${process.pid}\n`, { flag: 'wx' });
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const owner = Number(readFileSync(lock, 'utf8').trim());
-      if (!owner || !alive(owner)) rmSync(lock, { force: true });
-      else await sleep(200);
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    rmSync(lock, { force: true });
-  }
-}
 
 /** How many prepared stores the cache keeps (about 1 GiB each), the most recently used. */
 const keptStores = 3;
