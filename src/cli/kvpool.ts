@@ -5,7 +5,9 @@ const usage = `usage: kvpool <command>
   manifests [--check]   write (or check) the generated CRDs, chart files and deploy/install.yaml
   local [--nodes N] [--root DIR]
                         run the local cluster (real nodes, the operator) until Ctrl-C
-  operator [flags]      run the operator (see src/cli/operator.ts for flags)`;
+  operator [flags]      run the operator (see src/cli/operator.ts for flags)
+  uninstall --namespace NS --deployment NAME
+                        release kvpool's objects before the chart is uninstalled (its pre-delete hook)`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
@@ -15,6 +17,10 @@ async function main(argv: string[]): Promise<number> {
     case 'local': {
       const { runLocal } = await import('./local.ts');
       return runLocal(args);
+    }
+    case 'uninstall': {
+      const { runUninstall } = await import('./uninstall.ts');
+      return runUninstall(args);
     }
     case 'operator': {
       const { runOperator } = await import('./operator.ts');

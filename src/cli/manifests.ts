@@ -37,13 +37,16 @@ export function helmTemplate(args: string[], major: 3 | 4 = 3): string {
 /**
  * deploy/install.yaml: the chart with its defaults in the walkthrough's namespace. Setting objects are
  * left out: `kubectl apply` cannot create objects of a CRD the same file installs, and absent Settings
- * take the very defaults the chart would write.
+ * take the very defaults the chart would write. So is the uninstall hook: without Helm, removing kvpool
+ * starts with `kvpool uninstall` (see charts/kvpool/README.md).
  */
 export function renderInstallYaml(): string {
   const rendered = helmTemplate([
     '--namespace',
     installNamespace,
     '--include-crds',
+    // Hooks are Helm's: a pre-delete hook applied with kubectl would run at once.
+    '--no-hooks',
     '--set',
     'settings.create=false',
   ]);

@@ -172,13 +172,19 @@ export class LocalCluster {
       rmSync(link, { force: true });
       symlinkSync(target, link);
     }
+    // As the chart's README says: the namespace first, then the chart adopts it.
+    await this.client.apply(
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: this.namespace } } as KubeObject,
+      {
+        fieldManager: 'kvpool-local',
+      },
+    );
     await this.helm.run([
       'install',
       releaseName,
       chartDir,
       '--namespace',
       this.namespace,
-      '--create-namespace',
       '--take-ownership',
       '--wait',
       '--timeout',

@@ -75,7 +75,10 @@ describe('the chart through helm install, upgrade and uninstall', () => {
       // Created while no webhook is registered: it must outlive the release.
       await client.apply(pool, { fieldManager: 'kvpool-test' });
 
-      await helm(major, ['install', 'kvpool', chartDir, '-n', ns, '--create-namespace', '--take-ownership']);
+      await client.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } as KubeObject, {
+        fieldManager: 'kvpool-test',
+      });
+      await helm(major, ['install', 'kvpool', chartDir, '-n', ns, '--take-ownership']);
       const namespace = await client.get({ apiVersion: 'v1', kind: 'Namespace', name: ns });
       assert.equal(namespace.metadata.labels?.['pod-security.kubernetes.io/enforce'], 'privileged');
       const settings = await client.list({ apiVersion: 'gpustack.ai/v1', kind: 'Setting', namespace: ns });

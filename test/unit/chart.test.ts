@@ -12,6 +12,8 @@ import type { KubeObject } from '../../src/kube/object.ts';
 import { helmBinary, projectRoot } from '../../src/local/toolchain.ts';
 
 type Obj = KubeObject & Record<string, unknown>;
+/** Helm hooks (the uninstall step) run with their own account, tested on their own. */
+const isHook = (o: Obj) => Boolean(o.metadata.annotations?.['helm.sh/hook']);
 const render = (args: string[] = [], major: 3 | 4 = 3): Obj[] =>
   parseAllDocuments(helmTemplate(['--namespace', 'kvpool-system', '--include-crds', ...args], major))
     .map((d) => d.toJSON() as Obj | null)
@@ -117,7 +119,7 @@ describe('the kvpool chart', () => {
   });
 
   it('grants no wildcard and reaches no Secret but its own certificate', () => {
-    const objs = render();
+    const objs = render().filter((o) => !isHook(o));
     const roles = [...find(objs, 'ClusterRole'), ...find(objs, 'Role')] as (Obj & {
       rules: { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }[];
     })[];
@@ -198,6 +200,65 @@ describe('the kvpool chart', () => {
     );
   });
 
+  it('releases kvpool’s objects before uninstall with a pre-delete Job whose account can do only that', () => {
+    const hooks = render().filter(isHook);
+    assert.deepEqual(hooks.map((h) => h.kind).sort(), [
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'Job',
+      'Role',
+      'RoleBinding',
+      'ServiceAccount',
+    ]);
+    for (const h of hooks) assert.equal(h.metadata.annotations?.['helm.sh/hook'], 'pre-delete');
+    const rules = hooks
+      .filter((h) => h.kind.endsWith('Role'))
+      .flatMap(
+        (r) =>
+          r.rules as {
+            apiGroups: string[];
+            resources: string[];
+            verbs: string[];
+            resourceNames?: string[];
+          }[],
+      );
+    assert.deepEqual(rules, [
+      {
+        apiGroups: ['worker.gpustack.ai'],
+        resources: ['kvcachebackends', 'kvcachepools', 'kvcachepoolbindings', 'modeldeployments'],
+        verbs: ['list', 'patch'],
+      },
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['validatingwebhookconfigurations'],
+        resourceNames: ['kvpool-validation'],
+        verbs: ['delete'],
+      },
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['mutatingwebhookconfigurations'],
+        resourceNames: ['kvpool-mutation'],
+        verbs: ['delete'],
+      },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+      {
+        apiGroups: ['apps'],
+        resources: ['deployments'],
+        resourceNames: ['kvpool-operator'],
+        verbs: ['get', 'patch'],
+      },
+    ]);
+    const [job] = find(hooks, 'Job') as (Obj & {
+      spec: { template: { spec: { containers: { args: string[] }[] } } };
+    })[];
+    assert.deepEqual(job!.spec.template.spec.containers[0]!.args, [
+      '--namespace=kvpool-system',
+      '--deployment=kvpool-operator',
+    ]);
+    assert.equal(render(['--set', 'uninstall.releaseObjects=false']).filter(isHook).length, 0);
+    assert.doesNotMatch(readFileSync(join(projectRoot, 'deploy/install.yaml'), 'utf8'), /helm\.sh\/hook/);
+  });
+
   it('with cert-manager: a Certificate for every Service name, the CA injected, and the operator only reads', () => {
     const objs = render(certManager);
     const [cert] = find(objs, 'Certificate') as (Obj & {
@@ -222,6 +283,7 @@ describe('the kvpool chart', () => {
       );
     const rules = find(objs, 'ClusterRole')
       .concat(find(objs, 'Role'))
+      .filter((r) => !isHook(r))
       .flatMap((r) => r.rules as { resources: string[]; verbs: string[] }[]);
     assert.ok(
       !rules.some((r) => r.resources.some((x) => x.endsWith('webhookconfigurations'))),
