@@ -272,7 +272,7 @@ export async function buildImages(names: string[] = []): Promise<BuiltImage[]> {
 }
 
 /** How many builds of each image (and of each layer) the cache keeps: the most recently used. */
-const keptBuilds = 4;
+const keptBuilds = 8;
 
 /** Removes all but the most recently used few archives of each image and builds of each layer. */
 function pruneOldBuilds(): void {

@@ -15,7 +15,7 @@ import { waitFor } from '../wait-for.ts';
 const run = promisify(execFile);
 
 /** How many prepared stores the cache keeps (about 1 GiB each), the most recently used. */
-const keptStores = 3;
+const keptStores = 6;
 
 function pruneStores(base: string, keep: number): void {
   const stores = readdirSync(base)
