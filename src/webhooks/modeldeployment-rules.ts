@@ -6,7 +6,7 @@ import { findOwnedKeyRefusals, flagValue } from '../inject/owned-keys.ts';
 import type { EngineFamily } from '../inject/types.ts';
 import { canonicalJson } from '../kube/canonical-json.ts';
 import type { AdmissionFindings } from './findings.ts';
-import { ascendMismatch } from './pod-injection-rules.ts';
+import { ascendMismatch } from './pod-injection-target.ts';
 
 export interface ModelDeploymentAdmissionContext {
   dtypeOwned: boolean;

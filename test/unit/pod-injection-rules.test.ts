@@ -179,12 +179,14 @@ describe('planPodInjection: the annotations', () => {
   });
 
   it('refuses a user-supplied injected or client-config annotation', () => {
-    for (const key of ['kvcache.gpustack.ai/injected', 'kvcache.gpustack.ai/client-config']) {
-      assert.equal(
-        refused(pod([vllm], { [key]: '{}' })),
-        `metadata.annotations[${key}] is written by the injection webhook; remove it`,
-      );
-    }
+    assert.equal(
+      refused(pod([vllm], { 'kvcache.gpustack.ai/client-config': '{}' })),
+      'metadata.annotations[kvcache.gpustack.ai/client-config] is written by the injection webhook; remove it',
+    );
+    assert.match(
+      refused(pod([vllm], { 'kvcache.gpustack.ai/injected': '{}' })),
+      /^metadata\.annotations\[kvcache\.gpustack\.ai\/injected\]: the injected flags are not in the container’s args; the injection webhook writes it, and this Pod does not carry what it writes: remove it/,
+    );
   });
 
   it('refuses a missing binding, or one with a namespace part', () => {
@@ -320,6 +322,72 @@ describe('planPodInjection: the Binding, pool and backend', () => {
       refused(pod(), ctx({ backend: mixed })),
       /^pool shared-dram is served on several transports \(rdma, tcp\) and the engine cannot pick one/,
     );
+  });
+});
+
+/** The Pod as the apiserver stores it after a JSON patch of the kinds the webhook writes. */
+function patched(p: PodLike, patch: JsonPatchOp[]): PodLike {
+  const out = structuredClone(p) as unknown as Record<string, unknown>;
+  for (const o of patch) {
+    const keys = o.path
+      .slice(1)
+      .split('/')
+      .map((k) => k.replaceAll('~1', '/').replaceAll('~0', '~'));
+    const last = keys.pop()!;
+    let at = out as Record<string, unknown>;
+    for (const k of keys) at = at[k] as Record<string, unknown>;
+    at[last] = structuredClone(o.value);
+  }
+  return out as unknown as PodLike;
+}
+
+describe('planPodInjection: a Pod the webhook already injected (re-invocation)', () => {
+  const injectedOnce = (p: PodLike, c = ctx()) => patched(p, accepted(p, c));
+  const sglangPod = (containers: Container[]) => pod(containers, { 'kvcache.gpustack.ai/engine': 'SGLang' });
+
+  it('leaves an injected vLLM Pod as it is', () => {
+    const once = injectedOnce(pod());
+    assert.deepEqual(accepted(once), []);
+  });
+
+  it('leaves an injected SGLang Pod as it is, whether or not it asked for the hierarchical cache itself', () => {
+    assert.deepEqual(accepted(injectedOnce(sglangPod([sglang]))), []);
+    const own = { ...sglang, args: ['--enable-hierarchical-cache', '--mem-fraction-static', '0.8'] };
+    assert.deepEqual(accepted(injectedOnce(sglangPod([own]))), []);
+  });
+
+  it('stays a no-op after a later webhook added a sidecar, a volume, an env entry and args', () => {
+    const once = injectedOnce(
+      pod([vllm, { name: 'proxy', image: 'proxy' }], { 'kvcache.gpustack.ai/container': 'vllm' }),
+    );
+    once.spec.containers.push({ name: 'mesh-proxy', image: 'mesh/proxy', args: ['proxy'] });
+    once.spec.volumes!.push({ name: 'mesh-certs', emptyDir: {} });
+    const engine = once.spec.containers[0]!;
+    engine.env!.push({ name: 'MESH_ENABLED', value: 'true' });
+    engine.args = [...engine.args!, '--disable-log-requests'];
+    assert.deepEqual(accepted(once), []);
+  });
+
+  it('refuses an injection that is not what the Binding gives now, naming the record', () => {
+    const once = injectedOnce(pod());
+    const moved = ctx({
+      binding: binding('team-a', 'team-a', { domain: 'qwen-fp8-v1', blockSize: 32, dtype: 'fp8_e4m3' }),
+    });
+    assert.match(refused(once, moved), /injected\]: the injected flags are not in the container’s args/);
+    const edited = structuredClone(once);
+    edited.metadata.annotations!['kvcache.gpustack.ai/client-config'] = '{"tenant_id":"someone-else"}';
+    assert.match(refused(edited), /client-config differs from what the Binding gives/);
+    const env = structuredClone(once);
+    env.spec.containers[0]!.env = env.spec.containers[0]!.env!.filter(
+      (e) => e.name !== 'MOONCAKE_CONFIG_PATH',
+    );
+    assert.match(refused(env), /env MOONCAKE_CONFIG_PATH is not the injected one/);
+  });
+
+  it('still refuses an owned flag another webhook added beside the injection', () => {
+    const once = injectedOnce(pod());
+    once.spec.containers[0]!.args = [...once.spec.containers[0]!.args!, '--kv-cache-dtype', 'auto'];
+    assert.match(refused(once), /args\[\d+\]: --kv-cache-dtype is owned by the operator on vLLM/);
   });
 });
 
