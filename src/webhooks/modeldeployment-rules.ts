@@ -88,6 +88,7 @@ function checkRole(
       `${field}.extraArgs: --served-model-name ${served} must equal spec.model.name (${md.spec.model.name}); remove it, the operator renders it`,
     );
   }
+  f.errors.push(...reservedPortRefusals(md, i, engine));
   const port = flagValue(engine, args, '--port');
   const declared = role.ports?.[0]?.port;
   if (port !== undefined && declared !== undefined && Number(port) !== declared) {
@@ -95,4 +96,30 @@ function checkRole(
       `${field}.extraArgs: --port ${port} differs from ${field}.ports[0].port (${declared}); set one port in ports and drop --port`,
     );
   }
+}
+
+// KV-cache spec §3.4: ports the engine's own Pod already uses for what the operator renders beside it.
+const kvEventPorts = [5557, 5558];
+const bootstrapPort = 8998;
+
+/** The ports a managed role would serve on that its engine needs for the cache's own traffic. */
+function reservedPortRefusals(md: ModelDeployment, i: number, engine: EngineFamily): string[] {
+  const role = md.spec.roles[i]!;
+  const field = `spec.roles[${i}]`;
+  const kinds = new Set(md.spec.roles.map((r) => r.kind ?? 'Server'));
+  const pair = kinds.has('Prefill') && kinds.has('Decode');
+  const reserved = new Map<number, string>();
+  if (md.spec.router?.name === 'llm-d-router' && engine !== 'sglang') {
+    for (const p of kvEventPorts)
+      reserved.set(p, 'the vLLM KV event publisher under llm-d-router (tcp://*:5557, replay tcp://*:5558)');
+  }
+  if (pair && role.kind === 'Prefill' && (md.spec.router || md.spec.kvCache))
+    reserved.set(bootstrapPort, 'the prefiller’s KV bootstrap port in a Prefill/Decode pair');
+  const used: [string, number][] = (role.ports ?? []).map((p, j) => [`${field}.ports[${j}].port`, p.port]);
+  const flag = flagValue(engine, role.extraArgs ?? [], '--port');
+  if (flag !== undefined) used.push([`${field}.extraArgs`, Number(flag)]);
+  return used.flatMap(([at, port]) => {
+    const why = reserved.get(port);
+    return why ? [`${at}: port ${port} is reserved for ${why}; serve on another port`] : [];
+  });
 }
