@@ -42,7 +42,7 @@ export {
 type Attached = { ok: true; index: number; out: InjectOutput } | { ok: false; message: string };
 
 /** Every check of the contract on a Pod without the webhook's own keys, then the injection itself. */
-function attachPod(pod: PodLike, ctx: PodInjectionContext): Attached {
+function attachPod(pod: PodLike, ctx: PodInjectionContext, injected?: number): Attached {
   const a = pod.metadata.annotations ?? {};
   const binding = a[podAnnotations.binding];
   if (!binding)
@@ -61,7 +61,8 @@ function attachPod(pod: PodLike, ctx: PodInjectionContext): Attached {
       `metadata.annotations[${podAnnotations.role}]: "${role}" is not a role; use Prefill or Decode, or omit it for a plain server`,
     );
   }
-  const { index, refusal: containerRefusal } = pickContainer(pod, a);
+  const { index, refusal: containerRefusal } =
+    injected === undefined ? pickContainer(pod, a) : { index: injected, refusal: undefined };
   if (index === undefined) return no(containerRefusal!);
   const container = pod.spec.containers[index]!;
   const field = `spec.containers[${index}]`;
@@ -172,7 +173,7 @@ function judgeInjected(pod: PodLike, ctx: PodInjectionContext): PodVerdict {
   }
   const stripped = stripInjection(pod, ctx);
   if (!stripped.ok) return refuse(stripped.why);
-  const again = attachPod(stripped.pod, ctx);
+  const again = attachPod(stripped.pod, ctx, stripped.index);
   if (!again.ok) return again;
   const now = pod.spec.containers[again.index]!;
   const redone: Container = again.out.container;

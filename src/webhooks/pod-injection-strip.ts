@@ -22,7 +22,7 @@ import {
 } from './pod-injection-target.ts';
 
 export type Stripped =
-  | { ok: true; pod: PodLike; argsBefore: string[]; flags: string[] }
+  | { ok: true; pod: PodLike; index: number; argsBefore: string[]; flags: string[] }
   | { ok: false; why: string };
 
 /** The index of the last occurrence of `run` in `list`, or -1. */
@@ -46,49 +46,77 @@ function vehiclePlan(engine: EngineFamily, role: EngineRole | undefined, c: Cach
   return isVllmFamily(engine) ? fileVehicle(engine, role, c) : environmentVehicle(c, []);
 }
 
+/**
+ * Whether `live` is `expected` as the apiserver stores it: fields it defaults (a volume's defaultMode, a
+ * fieldRef's apiVersion) may be added, and an empty string may be dropped.
+ */
+export function storedAs(expected: unknown, live: unknown): boolean {
+  if (Array.isArray(expected))
+    return (
+      Array.isArray(live) && live.length === expected.length && expected.every((x, i) => storedAs(x, live[i]))
+    );
+  if (typeof expected === 'object' && expected !== null) {
+    if (typeof live !== 'object' || live === null || Array.isArray(live)) return false;
+    const l = live as Record<string, unknown>;
+    return Object.entries(expected).every(([k, v]) =>
+      v === '' || v === undefined ? l[k] === '' || l[k] === undefined : storedAs(v, l[k]),
+    );
+  }
+  return isDeepStrictEqual(expected, live);
+}
+
 const emptyToUndefined = <T>(list: T[]): T[] | undefined => (list.length ? list : undefined);
 
 export function stripInjection(pod: PodLike, ctx: PodInjectionContext): Stripped {
   const a = pod.metadata.annotations ?? {};
   const { engine } = engineOf(a);
-  const { index } = pickContainer(pod, a);
   const binding = a[podAnnotations.binding];
   const role = a[podAnnotations.role] as EngineRole | undefined;
-  if (!engine || index === undefined || !binding)
-    return { ok: false, why: 'the Pod no longer names the engine, container or Binding it was injected for' };
+  if (!engine || !binding)
+    return { ok: false, why: 'the Pod no longer names the engine or Binding it was injected for' };
   const { connection, refusal } = connect(ctx, pod.metadata.namespace ?? 'default', binding);
   if (!connection) return { ok: false, why: refusal! };
   const plan = vehiclePlan(engine, role, connection);
-  const container = pod.spec.containers[index]!;
-  const args = container.args ?? [];
-  let at = -1;
-  let flags: string[] = [];
-  for (const run of candidateRuns(engine, plan, cacheShapeFlags(engine, connection, ctx.dtypeOwned))) {
-    at = lastRun(args, run);
-    if (at >= 0) {
-      flags = run;
-      break;
+  const runs = candidateRuns(engine, plan, cacheShapeFlags(engine, connection, ctx.dtypeOwned));
+  const found = (c: { args?: string[] }) => {
+    for (const run of runs) {
+      const at = lastRun(c.args ?? [], run);
+      if (at >= 0) return { at, flags: run };
     }
-  }
-  if (at < 0) return { ok: false, why: 'the injected flags are not in the container’s args' };
+    return undefined;
+  };
+  // A sidecar added after the injection makes a second container: the injected one is the engine's.
+  const named = a[podAnnotations.container] !== undefined || pod.spec.containers.length === 1;
+  const carrying = pod.spec.containers.flatMap((c, i) => (found(c) ? [i] : []));
+  const index = named ? pickContainer(pod, a).index : carrying.length === 1 ? carrying[0] : undefined;
+  if (index === undefined)
+    return {
+      ok: false,
+      why: 'the Pod no longer shows which container was injected; name it with kvcache.gpustack.ai/container',
+    };
+  const container = pod.spec.containers[index]!;
+  const run = found(container);
+  if (!run) return { ok: false, why: 'the injected flags are not in the container’s args' };
+  const { at, flags } = run;
+  const args = container.args ?? [];
   let env = container.env ?? [];
   for (const entry of plan.env) {
     const found = env.filter((e) => e.name === entry.name);
-    if (found.length !== 1 || !isDeepStrictEqual(found[0], entry))
+    if (found.length !== 1 || !storedAs(entry, found[0]))
       return { ok: false, why: `the container’s env ${entry.name} is not the injected one` };
     env = env.filter((e) => e.name !== entry.name);
   }
   let mounts = container.volumeMounts ?? [];
   for (const mount of plan.mounts) {
-    if (!mounts.some((m) => isDeepStrictEqual(m, mount)))
+    if (!mounts.some((m) => storedAs(mount, m)))
       return { ok: false, why: `the mount of ${mount.name} is not the injected one` };
-    mounts = mounts.filter((m) => !isDeepStrictEqual(m, mount));
+    mounts = mounts.filter((m) => !storedAs(mount, m));
   }
   let volumes = pod.spec.volumes ?? [];
   for (const volume of plan.volumes) {
-    if (!volumes.some((v) => isDeepStrictEqual(v, volume)))
+    if (!volumes.some((v) => storedAs(volume, v)))
       return { ok: false, why: `the volume ${volume.name} is not the injected one` };
-    volumes = volumes.filter((v) => !isDeepStrictEqual(v, volume));
+    volumes = volumes.filter((v) => !storedAs(volume, v));
   }
   const argsBefore = [...args.slice(0, at), ...args.slice(at + flags.length)];
   const before: Container = { ...container };
@@ -106,5 +134,5 @@ export function stripInjection(pod: PodLike, ctx: PodInjectionContext): Stripped
   const spec = { ...pod.spec, containers };
   if (volumes.length) spec.volumes = volumes;
   else delete spec.volumes;
-  return { ok: true, pod: { metadata: { ...pod.metadata, annotations }, spec }, argsBefore, flags };
+  return { ok: true, pod: { metadata: { ...pod.metadata, annotations }, spec }, index, argsBefore, flags };
 }

@@ -368,6 +368,33 @@ describe('planPodInjection: a Pod the webhook already injected (re-invocation)',
     assert.deepEqual(accepted(once), []);
   });
 
+  it('reads the injection as the apiserver stores it: defaults added, empty values dropped', () => {
+    const stored = (p: PodLike) => {
+      for (const v of p.spec.volumes ?? []) {
+        const api = v.downwardAPI as
+          | { defaultMode?: number; items: { fieldRef: Record<string, string> }[] }
+          | undefined;
+        if (!api) continue;
+        api.defaultMode = 420;
+        for (const item of api.items) item.fieldRef.apiVersion = 'v1';
+      }
+      for (const e of p.spec.containers[0]!.env ?? []) {
+        if (e.value === '') delete e.value;
+        const ref = (e.valueFrom as { fieldRef?: Record<string, string> } | undefined)?.fieldRef;
+        if (ref) ref.apiVersion = 'v1';
+      }
+      return p;
+    };
+    assert.deepEqual(accepted(stored(injectedOnce(pod()))), []);
+    assert.deepEqual(accepted(stored(injectedOnce(sglangPod([sglang])))), []);
+  });
+
+  it('finds the injected container of a one-container Pod after a sidecar joined it', () => {
+    const once = injectedOnce(pod());
+    once.spec.containers.push({ name: 'mesh-proxy', image: 'mesh/proxy', args: ['proxy'] });
+    assert.deepEqual(accepted(once), []);
+  });
+
   it('refuses an injection that is not what the Binding gives now, naming the record', () => {
     const once = injectedOnce(pod());
     const moved = ctx({
