@@ -8,7 +8,8 @@ export interface LedgerEntry {
   effectiveBytes?: number;
   chargedBytes?: number;
   overQuota?: boolean;
-  explicitPolicy: boolean;
+  /** Undefined when the master does not say; such an entry is never taken for this operator's. */
+  explicitPolicy?: boolean;
 }
 
 /** Why a ledger request failed, in the pool's reason vocabulary. */
@@ -72,7 +73,7 @@ function entryOf(w: WireEntry): LedgerEntry {
     effectiveBytes: w.effective_quota_bytes,
     chargedBytes: w.charged_bytes,
     overQuota: w.over_quota,
-    explicitPolicy: w.has_explicit_policy ?? true,
+    explicitPolicy: w.has_explicit_policy,
   };
 }
 

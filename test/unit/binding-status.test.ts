@@ -15,13 +15,18 @@ const gi = 2 ** 30;
 function decide(
   b: KVCachePoolBinding,
   m: MasterReport,
-  opts: { others?: KVCachePoolBinding[]; usedBy?: UsedByEntry[]; failure?: LedgerFailure } = {},
+  opts: {
+    others?: KVCachePoolBinding[];
+    usedBy?: UsedByEntry[];
+    failure?: LedgerFailure;
+    ledger?: Parameters<typeof planLedger>[0]['ledger'];
+  } = {},
 ) {
   const plan = planLedger({
     pools: [pool()],
     bindings: [b, ...(opts.others ?? [])],
     isHeld: () => false,
-    ledger: [],
+    ledger: opts.ledger ?? [],
     registered: new Set(),
   });
   return decideBinding(b, plan, m, opts.usedBy ?? [], opts.failure);
@@ -178,5 +183,24 @@ describe('decideBinding: deletion', () => {
       d.phaseMessage,
       /removing domain qwen from the ledger failed: connect ECONNREFUSED; retrying/,
     );
+  });
+});
+
+describe('decideBinding: a tenant someone else registered', () => {
+  it('is Error with TenantExistsOnMaster, and publishes none of that tenant’s figures', () => {
+    const m = report({
+      figures: figures({ qwen: { requestedBytes: 4 * gi, effectiveBytes: 4 * gi, usageBytes: gi } }),
+    });
+    const d = decide(qwen(), m, {
+      ledger: [{ tenant: 'qwen', requestedBytes: 4 * gi, explicitPolicy: true }],
+    });
+    assert.equal(d.phase, 'Error');
+    assert.deepEqual(conditionOf(d, 'DomainExclusive'), { status: 'False', reason: 'TenantExistsOnMaster' });
+    assert.match(
+      d.phaseMessage,
+      /^the master already holds tenant qwen, which kvpool did not register: it is left untouched .*use another domain\.name/,
+    );
+    assert.deepEqual(conditionOf(d, 'QuotaGranted'), { status: 'False', reason: 'TenantExistsOnMaster' });
+    assert.deepEqual(d.status, {});
   });
 });

@@ -18,23 +18,37 @@ export function decideBinding(
   const domain = domainOf(b);
   const conditions: DecidedCondition[] = [];
   const rivals = plan.contested.get(domain)?.filter((x) => x.binding !== b);
+  const foreign = plan.foreign.get(domain)?.binding === b;
   conditions.push(
-    rivals?.length
+    foreign
       ? decided(
           'DomainExclusive',
           'False',
-          'DomainClaimedByMultipleBindings',
-          `domain ${domain} is also claimed on this master by ${nameList(rivals.map((r) => `${r.binding.metadata.namespace}/${r.binding.metadata.name}`))}; it is managed for neither: delete one of them`,
+          'TenantExistsOnMaster',
+          `the master already holds tenant ${domain}, which kvpool did not register: it is left untouched (not written, not deleted with this Binding) and this Binding grants nothing; use another domain.name (create a new Binding), or remove the tenant from the master if nobody uses it`,
         )
-      : decided(
-          'DomainExclusive',
-          'True',
-          'Exclusive',
-          `domain ${domain} belongs to this Binding alone on its master`,
-        ),
+      : rivals?.length
+        ? decided(
+            'DomainExclusive',
+            'False',
+            'DomainClaimedByMultipleBindings',
+            `domain ${domain} is also claimed on this master by ${nameList(rivals.map((r) => `${r.binding.metadata.namespace}/${r.binding.metadata.name}`))}; it is managed for neither: delete one of them`,
+          )
+        : decided(
+            'DomainExclusive',
+            'True',
+            'Exclusive',
+            `domain ${domain} belongs to this Binding alone on its master`,
+          ),
   );
   let figures: Record<string, unknown> = {};
-  if (m.ledgerOff) {
+  if (foreign) {
+    // The tenant's figures are someone else's: none are published here.
+    conditions.push(
+      decided('QuotaObserved', 'True', 'TenantExistsOnMaster', `tenant ${domain} is not this Binding's`),
+      decided('QuotaGranted', 'False', 'TenantExistsOnMaster', `tenant ${domain} is not this Binding's`),
+    );
+  } else if (m.ledgerOff) {
     conditions.push(
       decided(
         'QuotaObserved',

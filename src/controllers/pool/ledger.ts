@@ -1,5 +1,6 @@
 // Executes a ledger plan against one master: list once, PUT what differs, DELETE what this operator
-// registered and no Binding wants. A delete the master refuses (tenant not empty) is retained.
+// registered and no Binding wants. A delete the master refuses (tenant not empty) is retained. A tenant
+// enters the registry before it is first written, and leaves it once it is gone from the master.
 import {
   type LedgerEntry,
   type LedgerError,
@@ -7,6 +8,7 @@ import {
   TenantLedger,
 } from '../../store/tenant-ledger.ts';
 import { type LedgerPlan, type PlanInput, planLedger } from './plan.ts';
+import { sameTenants } from './tenant-registry.ts';
 
 export interface LedgerOutcome {
   plan: LedgerPlan;
@@ -16,16 +18,22 @@ export interface LedgerOutcome {
   /** Domains whose delete the master refused because they hold data. */
   retained: Set<string>;
   deleteFailures: Map<string, LedgerFailure>;
-  /** Entries kept as the master has them (contested and retained domains), re-seeded verbatim. */
-  kept: Map<string, LedgerEntry>;
+  /** The master's ledger as listed this pass; undefined when it could not be read. */
+  listed?: LedgerEntry[];
+  /** Tenants this pass deleted from the master. */
+  deleted: Set<string>;
   wrote: boolean;
 }
+
+/** Stores the tenant registry (the names this operator registered on the master). */
+export type SaveRegistry = (tenants: Set<string>) => Promise<void>;
 
 /** `unlisted` is the plan made without the master's listing; it stands when the listing fails. */
 export async function executeLedger(
   address: string,
   input: Omit<PlanInput, 'ledger'>,
   unlisted: LedgerPlan,
+  saveRegistry: SaveRegistry,
 ): Promise<LedgerOutcome> {
   const ledger = new TenantLedger(address);
   const outcome: LedgerOutcome = {
@@ -33,7 +41,7 @@ export async function executeLedger(
     ledgerOff: false,
     retained: new Set(),
     deleteFailures: new Map(),
-    kept: new Map(),
+    deleted: new Set(),
     wrote: false,
   };
   let entries: LedgerEntry[];
@@ -47,11 +55,16 @@ export async function executeLedger(
   }
   const plan = planLedger({ ...input, ledger: entries });
   outcome.plan = plan;
+  outcome.listed = entries;
   const byTenant = new Map(entries.map((e) => [e.tenant, e]));
-  for (const domain of plan.contested.keys()) {
-    const e = byTenant.get(domain);
-    if (e) outcome.kept.set(domain, e);
-  }
+  const registry = new Set([...input.registered, ...plan.puts.map((p) => p.tenant)]);
+  let saved = input.registered;
+  const save = async () => {
+    if (sameTenants(registry, saved)) return;
+    await saveRegistry(registry);
+    saved = new Set(registry);
+  };
+  await save();
   for (const { tenant, bytes } of plan.puts) {
     try {
       await ledger.put(tenant, bytes);
@@ -67,17 +80,21 @@ export async function executeLedger(
     try {
       await ledger.delete(tenant);
       outcome.wrote = true;
+      outcome.deleted.add(tenant);
+      registry.delete(tenant);
     } catch (err) {
       const failure = (err as LedgerError).failure;
       outcome.deleteFailures.set(tenant, failure);
-      if (failure.kind === 'TenantNotEmpty') {
-        outcome.retained.add(tenant);
-        const e = byTenant.get(tenant);
-        if (e) outcome.kept.set(tenant, e);
-      } else {
+      if (failure.kind === 'TenantNotEmpty') outcome.retained.add(tenant);
+      else {
         outcome.failure = failure;
       }
     }
   }
+  // A registered tenant the master no longer holds, and no Binding wants, is forgotten.
+  for (const tenant of [...registry])
+    if (!byTenant.has(tenant) && !plan.desired.has(tenant) && !plan.contested.has(tenant))
+      registry.delete(tenant);
+  await save();
   return outcome;
 }

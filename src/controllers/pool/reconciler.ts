@@ -16,8 +16,15 @@ import { decideBinding } from './binding-status.ts';
 import { executeLedger, type LedgerOutcome } from './ledger.ts';
 import { heldLive, liveInput, mayRelease, poolInUseLive } from './live-check.ts';
 import { domainOf, planLedger } from './plan.ts';
-import { renderSeedConfigMap } from './seed-policy.ts';
+import {
+  parsePolicy,
+  policyKey,
+  renderSeedConfigMap,
+  seedConfigMapName,
+  seedTenants,
+} from './seed-policy.ts';
 import { type Decision, decidePool, type MasterReport } from './status.ts';
+import { readRegistry, writeRegistry } from './tenant-registry.ts';
 import {
   byBindingRef,
   byPool,
@@ -66,7 +73,8 @@ export class PoolReconciler {
     const report: MasterReport = { ledgerOff: false, retained: new Set() };
     const address = this.resolve(key, backend, report);
     this.ctx.store.follow(`pool/${key}`, address, () => this.controller.enqueue(key));
-    const registered = new Set(pools.flatMap((p) => (p.status?.domains ?? []).map((d) => d.name)));
+    const registered =
+      (backend && (await readRegistry(this.ctx.client, this.ctx.namespace, key))) ?? new Set();
     let input = {
       pools,
       bindings,
@@ -84,7 +92,9 @@ export class PoolReconciler {
       if (!o.metadata.deletionTimestamp) await ensureFinalizer(this.ctx.client, o);
     let outcome: LedgerOutcome | undefined;
     if (address && !report.ledgerOff) {
-      outcome = await executeLedger(address, input, plan);
+      outcome = await executeLedger(address, input, plan, (tenants) =>
+        writeRegistry(this.ctx.client, backend!, this.ctx.namespace, tenants),
+      );
       plan = outcome.plan;
       report.ledgerOff = outcome.ledgerOff;
       report.ledgerFailure = outcome.failure;
@@ -165,15 +175,17 @@ export class PoolReconciler {
     plan: ReturnType<typeof planLedger>,
     outcome: LedgerOutcome | undefined,
   ) {
-    const tenants = new Map<string, bigint>([...plan.desired].map(([d, claim]) => [d, claim.bytes]));
-    for (const [d, entry] of outcome?.kept ?? []) tenants.set(d, BigInt(entry.requestedBytes));
+    const live = this.informers.policies.get(seedConfigMapName(backend.metadata.name!), this.ctx.namespace) as
+      | (KubeObject & { data?: Record<string, string> })
+      | undefined;
+    const tenants = seedTenants({
+      desired: new Map([...plan.desired].map(([d, claim]) => [d, claim.bytes])),
+      listed: outcome?.listed,
+      deleted: outcome?.deleted,
+      previous: parsePolicy(live?.data?.[policyKey]),
+    });
     const cm = renderSeedConfigMap(backend, this.ctx.namespace, tenants);
-    await applyChild(
-      this.ctx.client,
-      cm,
-      this.informers.policies.get(cm.metadata.name!, this.ctx.namespace),
-      this.appliedOnce,
-    );
+    await applyChild(this.ctx.client, cm, live, this.appliedOnce);
   }
 
   /** One scrape per master per pass: fresh after a ledger write, else the watcher's latest. */

@@ -86,12 +86,14 @@ export function decidePool(
         ),
   );
   type PoolDomain = NonNullable<NonNullable<KVCachePool['status']>['domains']>[number];
-  const domains: PoolDomain[] = live.map((b) => ({
-    name: domainOf(b),
-    binding: { namespace: b.metadata.namespace!, name: b.metadata.name! },
-    blockSize: b.spec.domain.blockSize,
-    dtype: b.spec.domain.dtype,
-  }));
+  const domains: PoolDomain[] = live
+    .filter((b) => plan.foreign.get(domainOf(b))?.binding !== b)
+    .map((b) => ({
+      name: domainOf(b),
+      binding: { namespace: b.metadata.namespace!, name: b.metadata.name! },
+      blockSize: b.spec.domain.blockSize,
+      dtype: b.spec.domain.dtype,
+    }));
   // A contested domain is listed once (its first claimant): status.domains is keyed by name.
   const seenNames = new Set<string>();
   for (let k = domains.length - 1; k >= 0; k--) {
