@@ -204,3 +204,33 @@ describe('decideBinding: a tenant someone else registered', () => {
     assert.deepEqual(d.status, {});
   });
 });
+
+describe('decideBinding: its own ledger write failed', () => {
+  const failed = new Map([['qwen', { kind: 'LedgerUnreachable' as const, message: 'PUT: HTTP 500' }]]);
+
+  it('is Error with LedgerRequestFailed, the figures still published', () => {
+    const m = report({
+      putFailures: failed,
+      figures: figures({ qwen: { requestedBytes: 8 * gi, effectiveBytes: 8 * gi, usageBytes: 0 } }),
+    });
+    const d = decide(qwen(), m);
+    assert.equal(d.phase, 'Error');
+    assert.deepEqual(conditionOf(d, 'QuotaGranted'), { status: 'False', reason: 'LedgerRequestFailed' });
+    assert.equal(
+      messageOf(d, 'QuotaGranted'),
+      "writing domain qwen's ceiling (600Gi) to the master failed: PUT: HTTP 500; retrying",
+    );
+    assert.equal(d.status.effectiveQuota, '8Gi');
+  });
+
+  it('says so rather than NoLedgerEntry when the tenant was never written', () => {
+    const d = decide(qwen(), report({ putFailures: failed }));
+    assert.deepEqual(conditionOf(d, 'QuotaGranted'), { status: 'False', reason: 'LedgerRequestFailed' });
+  });
+
+  it('leaves the other Bindings as they are', () => {
+    const other = binding('team-b', 'llama', { domain: 'llama' });
+    const m = report({ putFailures: failed, figures: figures({ llama: { effectiveBytes: gi } }) });
+    assert.equal(decide(other, m).phase, 'Ready');
+  });
+});

@@ -81,12 +81,13 @@ export function decideBinding(
         ),
       );
       conditions.push(
-        decided(
-          'QuotaGranted',
-          'False',
-          'NoLedgerEntry',
-          `domain ${domain} is not in the master’s ledger yet`,
-        ),
+        writeFailure(b, domain, m) ??
+          decided(
+            'QuotaGranted',
+            'False',
+            'NoLedgerEntry',
+            `domain ${domain} is not in the master’s ledger yet`,
+          ),
       );
     } else {
       const inflight = f.usageIncludesInFlight ? ' (usage includes writes still in flight)' : '';
@@ -102,7 +103,7 @@ export function decideBinding(
           `the master grants ${bytes(f.effectiveBytes) ?? 'no figure'} of the ${bytes(f.requestedBytes) ?? '?'} requested; ${bytes(f.usageBytes) ?? 'no figure'} in use${inflight}${noPolicy}`,
         ),
       );
-      conditions.push(grantCondition(domain, f));
+      conditions.push(writeFailure(b, domain, m) ?? grantCondition(domain, f));
       figures = {
         ...(bytes(f.requestedBytes) ? { requestedQuota: bytes(f.requestedBytes) } : {}),
         ...(bytes(f.effectiveBytes) ? { effectiveQuota: bytes(f.effectiveBytes) } : {}),
@@ -126,6 +127,18 @@ export function decideBinding(
     );
   }
   return { ...phase, conditions, status: { ...figures, ...(usedBy.length ? { usedBy } : {}) } };
+}
+
+/** This Binding's own ledger write failed this pass: its ceiling is not (yet) what the master holds. */
+function writeFailure(b: KVCachePoolBinding, domain: string, m: MasterReport): DecidedCondition | undefined {
+  const failure = m.putFailures?.get(domain);
+  if (!failure) return undefined;
+  return decided(
+    'QuotaGranted',
+    'False',
+    'LedgerRequestFailed',
+    `writing domain ${domain}'s ceiling (${b.spec.quota.ceiling}) to the master failed: ${failure.message}; retrying`,
+  );
 }
 
 function grantCondition(domain: string, f: TenantFigures): DecidedCondition {

@@ -13,8 +13,10 @@ import { sameTenants } from './tenant-registry.ts';
 export interface LedgerOutcome {
   plan: LedgerPlan;
   ledgerOff: boolean;
-  /** A failure that stopped convergence (listing, or a PUT); undefined when the pass converged. */
+  /** A failure of the whole master: the listing, or a policy it cannot persist. */
   failure?: LedgerFailure;
+  /** Tenants whose PUT failed this pass; every other tenant was still written. */
+  putFailures: Map<string, LedgerFailure>;
   /** Domains whose delete the master refused because they hold data. */
   retained: Set<string>;
   deleteFailures: Map<string, LedgerFailure>;
@@ -40,6 +42,7 @@ export async function executeLedger(
     plan: unlisted,
     ledgerOff: false,
     retained: new Set(),
+    putFailures: new Map(),
     deleteFailures: new Map(),
     deleted: new Set(),
     wrote: false,
@@ -65,15 +68,19 @@ export async function executeLedger(
     saved = new Set(registry);
   };
   await save();
+  // One tenant's failed write stops nothing: it is reported on its own Binding, the rest go on.
   for (const { tenant, bytes } of plan.puts) {
     try {
       await ledger.put(tenant, bytes);
       outcome.wrote = true;
     } catch (err) {
       const failure = (err as LedgerError).failure;
-      if (failure.kind === 'MultiTenancyDisabled') outcome.ledgerOff = true;
-      else outcome.failure = failure;
-      return outcome;
+      if (failure.kind === 'MultiTenancyDisabled') {
+        outcome.ledgerOff = true;
+        return outcome;
+      }
+      outcome.putFailures.set(tenant, failure);
+      if (failure.kind === 'QuotaPolicyNotWritable') outcome.failure = failure;
     }
   }
   for (const tenant of plan.deletes) {
@@ -86,9 +93,7 @@ export async function executeLedger(
       const failure = (err as LedgerError).failure;
       outcome.deleteFailures.set(tenant, failure);
       if (failure.kind === 'TenantNotEmpty') outcome.retained.add(tenant);
-      else {
-        outcome.failure = failure;
-      }
+      else if (failure.kind === 'QuotaPolicyNotWritable') outcome.failure = failure;
     }
   }
   // A registered tenant the master no longer holds, and no Binding wants, is forgotten.

@@ -99,6 +99,7 @@ export class PoolReconciler {
       report.ledgerOff = outcome.ledgerOff;
       report.ledgerFailure = outcome.failure;
       report.retained = outcome.retained;
+      report.putFailures = outcome.putFailures;
     }
     if (backend?.spec.connection.managed) await this.seed(backend, plan, outcome);
     await this.readBack(address, report, outcome?.wrote ?? false);
@@ -106,7 +107,8 @@ export class PoolReconciler {
     const releasedAll = !backend || report.ledgerOff;
     for (const b of plan.releasing) {
       const failure = outcome?.deleteFailures.get(domainOf(b));
-      if (releasedAll || (outcome && !failure && !outcome.failure)) await removeFinalizer(this.ctx.client, b);
+      // Released once the master was listed and this Binding's own entry is gone (or never was ours).
+      if (releasedAll || (outcome?.listed && !failure)) await removeFinalizer(this.ctx.client, b);
       else {
         const why = failure ??
           outcome?.failure ?? {

@@ -16,8 +16,10 @@ export interface MasterReport {
   };
   /** The master keeps no tenant ledger (declared off, or it answered so). */
   ledgerOff: boolean;
-  /** A ledger request failed this pass (list, put or delete other than a refused delete). */
+  /** The master's ledger failed as a whole this pass (its listing, or a policy it cannot persist). */
   ledgerFailure?: LedgerFailure;
+  /** Tenants whose write failed this pass, each reported on its own Binding. */
+  putFailures?: Map<string, LedgerFailure>;
   /** Per-tenant figures from this pass's scrape; undefined when the master was not scraped. */
   figures?: Map<string, TenantFigures>;
   /** What the master can allocate: the tenant gauge, or its total capacity without a ledger. */
