@@ -50,7 +50,7 @@ export class StoreAdminClient {
     try {
       const res = await request(`http://${this.address}${path}`, {
         method,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
         headers: body === undefined ? {} : { 'content-type': 'application/json' },
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,

@@ -118,4 +118,23 @@ describe('one tenant’s failed ledger write on a real master', () => {
     await gone('alpha');
     assert.deepEqual(await ledgerTenants(store), ['beta']);
   });
+
+  it('writes and reports a ceiling above 2^53 bytes exactly', async () => {
+    const exact = '9007199254740993'; // 2^53 + 1: a JavaScript number would make it ...992
+    await cluster.client.create(binding('team-a', 'huge', 'shared-dram', exact, { name: 'huge' }));
+    const b = await untilBinding(
+      cluster.client,
+      'team-a',
+      'huge',
+      'its requested quota read back',
+      (x) => x.status?.requestedQuota !== undefined,
+    );
+    assert.equal(b.status?.requestedQuota, exact);
+    const listing = await (await fetch(`${store.adminUrl}/api/v1/tenant_quotas?tenant_id=huge`)).text();
+    assert.match(listing, new RegExp(`"requested_quota_bytes":${exact}[,}]`));
+    assert.match(
+      await store.metrics(),
+      new RegExp(`^mooncake_tenant_quota_requested_bytes\\{tenant_id="huge"\\} ${exact}$`, 'm'),
+    );
+  });
 });

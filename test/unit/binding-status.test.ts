@@ -10,7 +10,7 @@ import type { MasterReport } from '../../src/controllers/pool/status.ts';
 import type { LedgerFailure } from '../../src/store/tenant-ledger.ts';
 import { binding, conditionOf, figures, messageOf, pool, report } from './kvcache-builders.ts';
 
-const gi = 2 ** 30;
+const gi = 2n ** 30n;
 
 function decide(
   b: KVCachePoolBinding,
@@ -39,7 +39,12 @@ describe('decideBinding: grants', () => {
   it('is Ready with the grant, request and usage read from the master', () => {
     const m = report({
       figures: figures({
-        qwen: { requestedBytes: 600 * gi, effectiveBytes: 450 * gi, usageBytes: 280 * gi, overQuota: false },
+        qwen: {
+          requestedBytes: 600n * gi,
+          effectiveBytes: 450n * gi,
+          usageBytes: 280n * gi,
+          overQuota: false,
+        },
       }),
     });
     const d = decide(qwen(), m);
@@ -57,7 +62,7 @@ describe('decideBinding: grants', () => {
   });
 
   it('formats figures that are not whole binary units as plain bytes', () => {
-    const m = report({ figures: figures({ qwen: { effectiveBytes: 67108864, usageBytes: 53687091 } }) });
+    const m = report({ figures: figures({ qwen: { effectiveBytes: 67108864n, usageBytes: 53687091n } }) });
     const d = decide(qwen(), m);
     assert.equal(d.status.effectiveQuota, '64Mi');
     assert.equal(d.status.usage, '53687091');
@@ -72,8 +77,8 @@ describe('decideBinding: grants', () => {
 
   it('is Error with ZeroGranted when the master has nothing to allocate, reporting 0 (not absent)', () => {
     const m = report({
-      allocatableBytes: 0,
-      figures: figures({ qwen: { requestedBytes: 600 * gi, effectiveBytes: 0, usageBytes: 0 } }),
+      allocatableBytes: 0n,
+      figures: figures({ qwen: { requestedBytes: 600n * gi, effectiveBytes: 0n, usageBytes: 0n } }),
     });
     const d = decide(qwen(), m);
     assert.equal(d.phase, 'Error');
@@ -84,7 +89,7 @@ describe('decideBinding: grants', () => {
   });
 
   it('is Error with GrantNotExported when the master lists the tenant but no effective figure', () => {
-    const d = decide(qwen(), report({ figures: figures({ qwen: { requestedBytes: 600 * gi } }) }));
+    const d = decide(qwen(), report({ figures: figures({ qwen: { requestedBytes: 600n * gi } }) }));
     assert.equal(d.phase, 'Error');
     assert.deepEqual(conditionOf(d, 'QuotaGranted'), { status: 'False', reason: 'GrantNotExported' });
     assert.equal(d.status.effectiveQuota, undefined);
@@ -189,10 +194,10 @@ describe('decideBinding: deletion', () => {
 describe('decideBinding: a tenant someone else registered', () => {
   it('is Error with TenantExistsOnMaster, and publishes none of that tenant’s figures', () => {
     const m = report({
-      figures: figures({ qwen: { requestedBytes: 4 * gi, effectiveBytes: 4 * gi, usageBytes: gi } }),
+      figures: figures({ qwen: { requestedBytes: 4n * gi, effectiveBytes: 4n * gi, usageBytes: gi } }),
     });
     const d = decide(qwen(), m, {
-      ledger: [{ tenant: 'qwen', requestedBytes: 4 * gi, explicitPolicy: true }],
+      ledger: [{ tenant: 'qwen', requestedBytes: 4n * gi, explicitPolicy: true }],
     });
     assert.equal(d.phase, 'Error');
     assert.deepEqual(conditionOf(d, 'DomainExclusive'), { status: 'False', reason: 'TenantExistsOnMaster' });
@@ -211,7 +216,7 @@ describe('decideBinding: its own ledger write failed', () => {
   it('is Error with LedgerRequestFailed, the figures still published', () => {
     const m = report({
       putFailures: failed,
-      figures: figures({ qwen: { requestedBytes: 8 * gi, effectiveBytes: 8 * gi, usageBytes: 0 } }),
+      figures: figures({ qwen: { requestedBytes: 8n * gi, effectiveBytes: 8n * gi, usageBytes: 0n } }),
     });
     const d = decide(qwen(), m);
     assert.equal(d.phase, 'Error');

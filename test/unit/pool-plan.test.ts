@@ -16,7 +16,7 @@ const entry = (
   explicitPolicy: boolean | undefined = true,
 ): LedgerEntry => ({
   tenant,
-  requestedBytes: Number(requested),
+  requestedBytes: BigInt(requested),
   explicitPolicy,
 });
 
@@ -236,7 +236,7 @@ describe('planLedger: tenants this operator did not register', () => {
   });
 
   it('does not delete a registered entry whose policy the master does not say is explicit', () => {
-    const unsaid: LedgerEntry = { tenant: 'unsaid', requestedBytes: Number(gi(1)) };
+    const unsaid: LedgerEntry = { tenant: 'unsaid', requestedBytes: gi(1) };
     const p = plan({ ledger: [unsaid], registered: new Set(['unsaid']) });
     assert.deepEqual(p.deletes, []);
   });

@@ -91,7 +91,7 @@ describe('decidePool: phase', () => {
   });
 
   it('is Error when the master has nothing to allocate (members not mounted yet)', () => {
-    const d = decide(pool(), [qwen()], report({ allocatableBytes: 0 }));
+    const d = decide(pool(), [qwen()], report({ allocatableBytes: 0n }));
     assert.equal(d.phase, 'Error');
     assert.deepEqual(conditionOf(d, 'CapacityAllocatable'), { status: 'False', reason: 'NothingToAllocate' });
     assert.match(d.phaseMessage, /nothing to allocate.*not mounted their segments yet/);
@@ -126,21 +126,21 @@ describe('decidePool: figures', () => {
   it('sums its own domains’ usage as a binary quantity', () => {
     const m = report({
       figures: figures({
-        qwen: { usageBytes: 48 * 2 ** 20 },
-        llama: { usageBytes: 16 * 2 ** 20 },
-        stranger: { usageBytes: 2 ** 30 },
+        qwen: { usageBytes: 48n * 2n ** 20n },
+        llama: { usageBytes: 16n * 2n ** 20n },
+        stranger: { usageBytes: 2n ** 30n },
       }),
     });
     assert.deepEqual(decide(pool(), [qwen(), llama()], m).status.usage, { total: '64Mi' });
   });
 
   it('keeps a figure that is not a whole binary unit in plain bytes', () => {
-    const m = report({ figures: figures({ qwen: { usageBytes: 53687091 } }) });
+    const m = report({ figures: figures({ qwen: { usageBytes: 53687091n } }) });
     assert.deepEqual(decide(pool(), [qwen()], m).status.usage, { total: '53687091' });
   });
 
   it('reports no usage when none of its domains appears in the scrape, and 0 with no domains', () => {
-    const m = report({ figures: figures({ stranger: { usageBytes: 4096 } }) });
+    const m = report({ figures: figures({ stranger: { usageBytes: 4096n } }) });
     assert.equal(decide(pool(), [qwen()], m).status.usage, undefined);
     assert.deepEqual(decide(pool(), [], m).status.usage, { total: '0' });
     assert.equal(decide(pool(), [], report({ figures: undefined })).status.usage, undefined);

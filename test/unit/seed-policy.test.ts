@@ -9,7 +9,7 @@ import type { LedgerEntry } from '../../src/store/tenant-ledger.ts';
 const MiB = 1n << 20n;
 const entry = (tenant: string, bytes: bigint, explicitPolicy?: boolean): LedgerEntry => ({
   tenant,
-  requestedBytes: Number(bytes),
+  requestedBytes: bytes,
   ...(explicitPolicy === undefined ? {} : { explicitPolicy }),
 });
 

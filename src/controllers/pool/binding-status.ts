@@ -149,7 +149,7 @@ function grantCondition(domain: string, f: TenantFigures): DecidedCondition {
       'GrantNotExported',
       `the master exports no effective quota for domain ${domain}`,
     );
-  if (f.effectiveBytes <= 0) {
+  if (f.effectiveBytes <= 0n) {
     return decided(
       'QuotaGranted',
       'False',

@@ -74,8 +74,7 @@ export function planLedger(input: PlanInput): LedgerPlan {
   const puts = [...desired.values()]
     .filter(
       (c) =>
-        ledger.get(c.domain)?.requestedBytes !== Number(c.bytes) ||
-        ledger.get(c.domain)?.explicitPolicy === false,
+        ledger.get(c.domain)?.requestedBytes !== c.bytes || ledger.get(c.domain)?.explicitPolicy === false,
     )
     .map((c) => ({ tenant: c.domain, bytes: c.bytes }))
     .sort((a, b) => compare(a.tenant, b.tenant));

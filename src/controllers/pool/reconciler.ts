@@ -5,7 +5,7 @@ import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { gauge } from '../../store/prometheus.ts';
+import { gaugeBytes } from '../../store/prometheus.ts';
 import { allocatableBytes, tenantFigures } from '../../store/tenant-metrics.ts';
 import { applyChild, applyStatus, ensureFinalizer, removeFinalizer } from '../apply.ts';
 import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../backend/view.ts';
@@ -199,7 +199,7 @@ export class PoolReconciler {
     if (!o.metrics?.ok) return;
     report.figures = tenantFigures(o.metrics.value);
     report.allocatableBytes = report.ledgerOff
-      ? gauge(o.metrics.value, 'master_total_capacity_bytes')
+      ? gaugeBytes(o.metrics.value, 'master_total_capacity_bytes')
       : allocatableBytes(o.metrics.value);
   }
 

@@ -33,7 +33,7 @@ export function seedTenants(input: SeedInput): Map<string, bigint> {
     ? new Map(
         input.listed
           .filter((e) => e.explicitPolicy !== false)
-          .map((e) => [e.tenant, BigInt(e.requestedBytes)] as const),
+          .map((e) => [e.tenant, e.requestedBytes] as const),
       )
     : new Map(input.previous ?? []);
   for (const tenant of input.deleted ?? []) base.delete(tenant);
@@ -60,7 +60,7 @@ export function parsePolicy(text: string | undefined): Map<string, bigint> {
 
 export function renderPolicy(tenants: Map<string, bigint>): string {
   const sorted = [...tenants].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return stringify({ version: 1, tenants: sorted.map(([name, quota]) => ({ name, quota: Number(quota) })) });
+  return stringify({ version: 1, tenants: sorted.map(([name, quota]) => ({ name, quota })) });
 }
 
 export function renderSeedConfigMap(

@@ -23,7 +23,7 @@ export interface MasterReport {
   /** Per-tenant figures from this pass's scrape; undefined when the master was not scraped. */
   figures?: Map<string, TenantFigures>;
   /** What the master can allocate: the tenant gauge, or its total capacity without a ledger. */
-  allocatableBytes?: number;
+  allocatableBytes?: bigint;
   /** Domains whose delete the master refused because they still hold data. */
   retained: Set<string>;
   clientEndpoint?: string;
@@ -36,8 +36,7 @@ export interface Decision<S> {
   status: S;
 }
 
-export const bytes = (n: number | undefined) =>
-  n === undefined || !Number.isFinite(n) ? undefined : formatBinarySI(BigInt(Math.trunc(n)));
+export const bytes = (n: bigint | undefined) => (n === undefined ? undefined : formatBinarySI(n));
 
 export function phaseOf(
   conditions: DecidedCondition[],
@@ -183,7 +182,7 @@ function capacityCondition(m: MasterReport): DecidedCondition {
       'the master’s allocatable capacity has not been read',
     );
   }
-  if (m.allocatableBytes <= 0) {
+  if (m.allocatableBytes <= 0n) {
     return decided(
       'CapacityAllocatable',
       'False',
@@ -202,9 +201,9 @@ function capacityCondition(m: MasterReport): DecidedCondition {
 function poolUsage(domains: string[], m: MasterReport): string | undefined {
   if (!m.figures || m.ledgerOff) return undefined;
   if (domains.length === 0) return '0';
-  const seen = domains.map((d) => m.figures!.get(d)?.usageBytes).filter((u): u is number => u !== undefined);
+  const seen = domains.map((d) => m.figures!.get(d)?.usageBytes).filter((u): u is bigint => u !== undefined);
   if (seen.length === 0) return undefined;
-  return bytes(seen.reduce((a, b) => a + b, 0));
+  return bytes(seen.reduce((a, b) => a + b, 0n));
 }
 
 function poolReleasable(live: KVCachePoolBinding[], m: MasterReport, domains: string[]): DecidedCondition {
