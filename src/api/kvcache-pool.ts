@@ -46,7 +46,9 @@ export const KVCachePoolStatus = Type.Object({
   clientEndpoint: Type.Optional(Type.String({ maxLength: 259 })),
   usage: Type.Optional(Type.Object({ total: Type.Optional(Quantity()) })),
   domains: Type.Optional(MapList(PoolDomain, ['name'], 1024)),
+  domainCount: Type.Optional(Type.Integer({ format: 'int32' })),
   usedBy: Type.Optional(UsedBy),
+  bindingCount: Type.Optional(Type.Integer({ format: 'int32' })),
 });
 export type KVCachePoolStatus = Static<typeof KVCachePoolStatus>;
 export { hitRatePattern };

@@ -239,3 +239,15 @@ describe('decideBinding: its own ledger write failed', () => {
     assert.equal(decide(other, m).phase, 'Ready');
   });
 });
+
+describe('decideBinding: a ceiling above its pool’s total', () => {
+  it('is Error with CeilingAboveTotal, naming both figures', () => {
+    const d = decide(qwen({ ceiling: '1000Gi' }), report());
+    assert.equal(d.phase, 'Error');
+    assert.deepEqual(conditionOf(d, 'QuotaGranted'), { status: 'False', reason: 'CeilingAboveTotal' });
+    assert.equal(
+      messageOf(d, 'QuotaGranted'),
+      'spec.quota.ceiling 1000Gi is more than pool shared-dram’s quota.total of 900Gi, so it is not written to the master; lower the ceiling or raise the pool’s total',
+    );
+  });
+});

@@ -241,3 +241,18 @@ describe('planLedger: tenants this operator did not register', () => {
     assert.deepEqual(p.deletes, []);
   });
 });
+
+describe('planLedger: a ceiling above the pool’s total', () => {
+  it('writes nothing for it, and leaves an entry the master has as it is', () => {
+    const over = binding('team-a', 'over', { domain: 'over', ceiling: '2000Gi' });
+    const fits = binding('team-a', 'fits', { domain: 'fits', ceiling: '8Gi' });
+    const p = plan({ bindings: [over, fits], ledger: [entry('over', gi(8))], registered: new Set(['over']) });
+    assert.equal(p.overTotal.get('over')?.binding, over);
+    assert.equal(p.overTotal.get('over')?.total, gi(900));
+    assert.deepEqual(
+      p.puts.map((x) => x.tenant),
+      ['fits'],
+    );
+    assert.deepEqual(p.deletes, [], 'not deleted either');
+  });
+});

@@ -226,3 +226,29 @@ describe('decidePool: deletion', () => {
     assert.deepEqual(conditionOf(d, 'Releasable'), { status: 'True', reason: 'Released' });
   });
 });
+
+describe('decidePool: a pool with many Bindings', () => {
+  it('counts every domain and Binding and lists only the first 100 of each, sorted', () => {
+    const many = Array.from({ length: 1500 }, (_, i) =>
+      binding(`team-${i % 7}`, `b-${String(i).padStart(4, '0')}`, {
+        domain: `d-${String(1499 - i).padStart(4, '0')}`,
+        ceiling: '16Ki',
+      }),
+    );
+    const d = decide(pool(), many);
+    const status = d.status as {
+      domainCount: number;
+      bindingCount: number;
+      domains: { name: string }[];
+      usedBy: { namespace: string; name: string }[];
+    };
+    assert.equal(status.domainCount, 1500);
+    assert.equal(status.bindingCount, 1500);
+    assert.equal(status.domains.length, 100);
+    assert.equal(status.domains[0]!.name, 'd-0000');
+    assert.equal(status.domains[99]!.name, 'd-0099');
+    assert.equal(status.usedBy.length, 100);
+    assert.deepEqual(status.usedBy[0], { kind: 'KVCachePoolBinding', namespace: 'team-0', name: 'b-0000' });
+    assert.ok(JSON.stringify(d).length < 64 << 10);
+  });
+});

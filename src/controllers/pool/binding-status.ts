@@ -4,6 +4,7 @@ import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePoolBinding } from '../../api/types.ts';
 import type { LedgerFailure } from '../../store/tenant-ledger.ts';
 import type { TenantFigures } from '../../store/tenant-metrics.ts';
+import { formatBinarySI } from '../backend/quantity.ts';
 import { type DecidedCondition, decided, nameList } from '../conditions.ts';
 import { domainOf, type LedgerPlan } from './plan.ts';
 import { bytes, type Decision, type MasterReport, phaseOf } from './status.ts';
@@ -82,6 +83,7 @@ export function decideBinding(
       );
       conditions.push(
         writeFailure(b, domain, m) ??
+          ceilingAboveTotal(b, plan) ??
           decided(
             'QuotaGranted',
             'False',
@@ -103,7 +105,7 @@ export function decideBinding(
           `the master grants ${bytes(f.effectiveBytes) ?? 'no figure'} of the ${bytes(f.requestedBytes) ?? '?'} requested; ${bytes(f.usageBytes) ?? 'no figure'} in use${inflight}${noPolicy}`,
         ),
       );
-      conditions.push(writeFailure(b, domain, m) ?? grantCondition(domain, f));
+      conditions.push(writeFailure(b, domain, m) ?? ceilingAboveTotal(b, plan) ?? grantCondition(domain, f));
       figures = {
         ...(bytes(f.requestedBytes) ? { requestedQuota: bytes(f.requestedBytes) } : {}),
         ...(bytes(f.effectiveBytes) ? { effectiveQuota: bytes(f.effectiveBytes) } : {}),
@@ -127,6 +129,18 @@ export function decideBinding(
     );
   }
   return { ...phase, conditions, status: { ...figures, ...(usedBy.length ? { usedBy } : {}) } };
+}
+
+/** A ceiling above the pool's total (a Binding created before its pool): it is not written. */
+function ceilingAboveTotal(b: KVCachePoolBinding, plan: LedgerPlan): DecidedCondition | undefined {
+  const over = plan.overTotal.get(domainOf(b));
+  if (over?.binding !== b) return undefined;
+  return decided(
+    'QuotaGranted',
+    'False',
+    'CeilingAboveTotal',
+    `spec.quota.ceiling ${formatBinarySI(over.bytes)} is more than pool ${over.pool}’s quota.total of ${formatBinarySI(over.total)}, so it is not written to the master; lower the ceiling or raise the pool’s total`,
+  );
 }
 
 /** This Binding's own ledger write failed this pass: its ceiling is not (yet) what the master holds. */

@@ -98,7 +98,12 @@ export async function executeLedger(
   }
   // A registered tenant the master no longer holds, and no Binding wants, is forgotten.
   for (const tenant of [...registry])
-    if (!byTenant.has(tenant) && !plan.desired.has(tenant) && !plan.contested.has(tenant))
+    if (
+      !byTenant.has(tenant) &&
+      !plan.desired.has(tenant) &&
+      !plan.contested.has(tenant) &&
+      !plan.overTotal.has(tenant)
+    )
       registry.delete(tenant);
   await save();
   return outcome;

@@ -18,6 +18,8 @@ export interface LedgerPlan {
   contested: Map<string, Claim[]>;
   /** Domains a Binding claims whose tenant the master already holds and this operator did not register. */
   foreign: Map<string, Claim>;
+  /** Domains whose Binding's ceiling is above its pool's quota.total: not written, entry left as it is. */
+  overTotal: Map<string, Claim & { total: bigint }>;
   /** Bindings being deleted with no workload holding them: their entries go first. */
   releasing: KVCachePoolBinding[];
   /** Bindings being deleted but held by workloads: they keep their claim and quota. */
@@ -65,11 +67,17 @@ export function planLedger(input: PlanInput): LedgerPlan {
   const desired = new Map<string, Claim>();
   const contested = new Map<string, Claim[]>();
   const foreign = new Map<string, Claim>();
+  const overTotal = new Map<string, Claim & { total: bigint }>();
+  const totals = new Map(input.pools.map((p) => [p.metadata.name, parseQuantityBytes(p.spec.quota.total)]));
   for (const [domain, claims] of byDomain) {
+    const claim = claims[0]!;
+    const total = totals.get(claim.pool);
     if (claims.length > 1) contested.set(domain, claims);
     // Someone else's tenant: never overwritten, and never deleted when the Binding goes.
-    else if (ledger.has(domain) && !input.registered.has(domain)) foreign.set(domain, claims[0]!);
-    else desired.set(domain, claims[0]!);
+    else if (ledger.has(domain) && !input.registered.has(domain)) foreign.set(domain, claim);
+    // Admission refuses such a ceiling; a Binding created before its pool is judged here instead.
+    else if (total !== undefined && claim.bytes > total) overTotal.set(domain, { ...claim, total });
+    else desired.set(domain, claim);
   }
   const puts = [...desired.values()]
     .filter(
@@ -80,12 +88,16 @@ export function planLedger(input: PlanInput): LedgerPlan {
     .sort((a, b) => compare(a.tenant, b.tenant));
   // Only an entry the master says is an explicit policy is deleted: one it does not say about is not ours.
   const deletes = [...input.registered]
-    .filter((d) => !desired.has(d) && !contested.has(d) && ledger.get(d)?.explicitPolicy === true)
+    .filter(
+      (d) =>
+        !desired.has(d) && !contested.has(d) && !overTotal.has(d) && ledger.get(d)?.explicitPolicy === true,
+    )
     .sort(compare);
   return {
     desired,
     contested,
     foreign,
+    overTotal,
     releasing,
     held,
     puts: input.ledger ? puts : [],

@@ -7,7 +7,7 @@ import { Controller, type ReconcileResult } from '../../kube/controller.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { gaugeBytes } from '../../store/prometheus.ts';
 import { allocatableBytes, tenantFigures } from '../../store/tenant-metrics.ts';
-import { applyChild, applyStatus, ensureFinalizer, removeFinalizer } from '../apply.ts';
+import { applyChild, applyStatus, eachWrite, ensureFinalizer, removeFinalizer } from '../apply.ts';
 import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../backend/view.ts';
 import { byBackend } from '../backend/watches.ts';
 import { mergeConditions } from '../conditions.ts';
@@ -88,8 +88,10 @@ export class PoolReconciler {
       plan = planLedger({ ...input, ledger: undefined });
     }
     // Locked before anything is written to the master, so no ledger entry outlives its Binding.
-    for (const o of [...pools, ...bindings])
-      if (!o.metadata.deletionTimestamp) await ensureFinalizer(this.ctx.client, o);
+    await eachWrite(
+      [...pools, ...bindings].filter((o) => !o.metadata.deletionTimestamp),
+      (o) => ensureFinalizer(this.ctx.client, o),
+    );
     let outcome: LedgerOutcome | undefined;
     if (address && !report.ledgerOff) {
       outcome = await executeLedger(address, input, plan, (tenants) =>
@@ -105,7 +107,7 @@ export class PoolReconciler {
     await this.readBack(address, report, outcome?.wrote ?? false);
 
     const releasedAll = !backend || report.ledgerOff;
-    for (const b of plan.releasing) {
+    await eachWrite(plan.releasing, async (b) => {
       const failure = outcome?.deleteFailures.get(domainOf(b));
       // Released once the master was listed and this Binding's own entry is gone (or never was ours).
       if (releasedAll || (outcome?.listed && !failure)) await removeFinalizer(this.ctx.client, b);
@@ -118,10 +120,12 @@ export class PoolReconciler {
           };
         await this.writeStatus(b, decideBinding(b, plan, report, [], why));
       }
-    }
-    for (const b of bindings.filter((x) => !plan.releasing.includes(x))) {
-      await this.writeStatus(b, decideBinding(b, plan, report, this.usedBy(b)));
-    }
+    });
+    const releasing = new Set(plan.releasing);
+    await eachWrite(
+      bindings.filter((x) => !releasing.has(x)),
+      (b) => this.writeStatus(b, decideBinding(b, plan, report, this.usedBy(b))),
+    );
     for (const p of pools) {
       const own = bindings.filter((b) => b.spec.poolRef.name === p.metadata.name);
       const d = decidePool(p, own, plan, report);

@@ -52,6 +52,11 @@ export function phaseOf(
   return { phase: 'Ready', phaseMessage: ready };
 }
 
+/** How many domains and Bindings a pool's status lists by name; the counts cover all of them. */
+export const listedInStatus = 100;
+
+const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 export function decidePool(
   pool: KVCachePool,
   bindings: KVCachePoolBinding[],
@@ -68,7 +73,8 @@ export function decidePool(
     conditions.push(...ledgerConditions(m));
     conditions.push(capacityCondition(m));
   }
-  const live = bindings.filter((b) => !plan.releasing.includes(b));
+  const releasing = new Set(plan.releasing);
+  const live = bindings.filter((b) => !releasing.has(b));
   const sum = live.reduce((s, b) => s + parseQuantityBytes(b.spec.quota.ceiling), 0n);
   const total = parseQuantityBytes(pool.spec.quota.total);
   conditions.push(
@@ -88,7 +94,9 @@ export function decidePool(
   );
   type PoolDomain = NonNullable<NonNullable<KVCachePool['status']>['domains']>[number];
   const domains: PoolDomain[] = live
-    .filter((b) => plan.foreign.get(domainOf(b))?.binding !== b)
+    .filter(
+      (b) => plan.foreign.get(domainOf(b))?.binding !== b && plan.overTotal.get(domainOf(b))?.binding !== b,
+    )
     .map((b) => ({
       name: domainOf(b),
       binding: { namespace: b.metadata.namespace!, name: b.metadata.name! },
@@ -110,11 +118,9 @@ export function decidePool(
     domains.map((d) => d.name),
     m,
   );
-  const usedBy: UsedByEntry[] = live.map((b) => ({
-    kind: 'KVCachePoolBinding',
-    namespace: b.metadata.namespace!,
-    name: b.metadata.name!,
-  }));
+  const usedBy: UsedByEntry[] = live
+    .map((b) => ({ kind: 'KVCachePoolBinding', namespace: b.metadata.namespace!, name: b.metadata.name! }))
+    .sort((a, b) => compareKeys(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`));
   let phase: { phase: string; phaseMessage: string };
   if (pool.metadata.deletionTimestamp) {
     const releasable = poolReleasable(
@@ -138,8 +144,11 @@ export function decidePool(
     status: {
       ...(m.clientEndpoint ? { clientEndpoint: m.clientEndpoint } : {}),
       ...(usage !== undefined ? { usage: { total: usage } } : {}),
-      domains,
-      ...(usedBy.length ? { usedBy } : {}),
+      // Counts, and lists cut to their first entries: a pool's status stays writable with any number of Bindings.
+      domainCount: domains.length,
+      domains: domains.slice(0, listedInStatus),
+      bindingCount: live.length,
+      ...(usedBy.length ? { usedBy: usedBy.slice(0, listedInStatus) } : {}),
     },
   };
 }
