@@ -22,6 +22,7 @@ export interface OperatorStartOptions {
   leaderElection?: ManagerOptions['leaderElection'];
   healthPort?: number;
   storePollMs?: number;
+  replicaPollMs?: number;
   observeIntervalMs?: number;
   /** How long a node's tier cleanup may take before it is reported and given up (default 5 minutes). */
   tierCleanupDeadlineMs?: number;
@@ -46,6 +47,7 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
   const settings = {
     namespace: o.namespace,
     storePollMs: o.storePollMs,
+    replicaPollMs: o.replicaPollMs,
     observeIntervalMs: o.observeIntervalMs,
     tierCleanupDeadlineMs: o.tierCleanupDeadlineMs,
   };
@@ -82,6 +84,7 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
     async stop() {
       await manager.shutdown();
       ctx.store.stop();
+      ctx.replicas.stop();
     },
   };
 }

@@ -4,6 +4,7 @@
 import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { settingDefaults } from '../api/setting.ts';
+import { acceleratorGroupLabel, runtimeVersionLabel } from '../controllers/modeldeployment/runner-image.ts';
 import { KubeClient } from '../kube/client.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { awaitAdmissionInForce } from './admission-in-force.ts';
@@ -20,6 +21,11 @@ import { waitFor } from './wait-for.ts';
 export const operatorNamespace = 'gpustack-system';
 export const localInstanceType = 'local-gpu';
 export const engineImageRepository = 'gpustack/runner';
+/** The local InstanceType's accelerator group, and the runtime its nodes report (a default image's tag). */
+const localAcceleratorLabels = {
+  [acceleratorGroupLabel('nvidia-local')]: 'true',
+  [runtimeVersionLabel('nvidia')]: '13.0',
+};
 
 export interface LocalClusterOptions {
   /** Where everything lives (`.kvpool` of the checkout for `npm start`). */
@@ -111,7 +117,9 @@ export class LocalCluster {
       root,
       apiServer: { host: '127.0.0.1', port: apiPort, caPem: cp.certificateAuthority.certPem },
       images: addEngineImages(defaultImageCatalog({ root })),
-      nodeLabels: options.nodeLabels,
+      nodeLabels: Object.fromEntries(
+        nodes.map((n) => [n, { ...localAcceleratorLabels, ...options.nodeLabels?.[n] }]),
+      ),
       names: proxy,
     });
     const cluster = new LocalCluster(options, cp, client, agent, proxy, nodes);

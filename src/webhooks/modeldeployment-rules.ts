@@ -2,6 +2,7 @@
 // §3.4). Pure: the handler passes the InstanceTypes and the protocols of the pool a new Binding uses.
 import type { InstanceType, ModelDeployment } from '../api/types.ts';
 import { engineFamily, isTakeOver } from '../controllers/modeldeployment/render-engine.ts';
+import { runnerImageRefusal } from '../controllers/modeldeployment/runner-image.ts';
 import { findOwnedKeyRefusals, flagValue } from '../inject/owned-keys.ts';
 import type { EngineFamily } from '../inject/types.ts';
 import { canonicalJson } from '../kube/canonical-json.ts';
@@ -68,6 +69,11 @@ function checkRole(
       `${field}: no image to run: set ${field}.image, spec.engine.image, or spec.engine.version (for example 0.29.0)`,
     );
   }
+  const untaggable = !role.image && !md.spec.engine.image && type ? runnerImageRefusal(type) : undefined;
+  if (untaggable)
+    f.errors.push(
+      `${field}.image: ${untaggable}, so no default image can be formed; set ${field}.image or spec.engine.image`,
+    );
   (role.env ?? []).forEach((e, j) => {
     if (reservedEnv.includes(e.name))
       f.errors.push(`${field}.env[${j}]: ${e.name} is reserved for the operator; remove it`);

@@ -20,6 +20,7 @@ export async function startOperatorInProcess(
     namespace: options.namespace ?? 'gpustack-system',
     identity: 'test',
     storePollMs: options.storePollMs ?? 200,
+    replicaPollMs: 200,
     ...(options.webhooks
       ? {
           webhook: {

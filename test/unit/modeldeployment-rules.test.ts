@@ -183,6 +183,22 @@ describe('validateModelDeployment: roles', () => {
   });
 });
 
+describe('validateModelDeployment: the default image', () => {
+  it('refuses a role whose InstanceType no runner image is published for, naming the image fields', () => {
+    const mlu: InstanceType = {
+      ...a10g,
+      metadata: { name: 'mlu' },
+      spec: { ...a10g.spec, acceleratorGroup: 'cambricon-mlu', manufacturer: 'cambricon' },
+    };
+    const ctx = context({ instanceTypes: new Map([['mlu', mlu]]) });
+    assert.deepEqual(errorsOf(md({ instanceType: 'mlu' }), undefined, ctx), [
+      'spec.roles[0].image: gpustack/runner publishes no image for manufacturer cambricon (InstanceType mlu), so no default image can be formed; set spec.roles[0].image or spec.engine.image',
+    ]);
+    assert.deepEqual(errorsOf(md({ instanceType: 'mlu', image: 'example/mlu-vllm:1' }), undefined, ctx), []);
+    assert.deepEqual(errorsOf(md()), [], 'nvidia has runner images');
+  });
+});
+
 describe('validateModelDeployment: reserved ports', () => {
   const routed = (
     roles: Partial<ModelDeploymentRole>[],
