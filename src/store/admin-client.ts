@@ -61,14 +61,17 @@ export class StoreAdminClient {
         res.body.destroy();
         throw new Error(`response of ${length} bytes is over the ${maxBodyBytes}-byte cap`);
       }
+      // A character split across chunks is carried over, not replaced.
+      const decoder = new TextDecoder('utf-8');
       let text = '';
       for await (const chunk of res.body) {
-        text += chunk.toString();
+        text += decoder.decode(chunk, { stream: true });
         if (text.length > maxBodyBytes) {
           res.body.destroy();
           throw new Error(`response is over the ${maxBodyBytes}-byte cap`);
         }
       }
+      text += decoder.decode();
       return { status: res.statusCode, body: text };
     } catch (err) {
       throw new StoreUnreachable(this.address, err);
