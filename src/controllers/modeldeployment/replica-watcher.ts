@@ -30,7 +30,10 @@ export class ReplicaReportWatcher {
 
   /** Keeps reading `endpoints` for `key` (nothing when empty); `wake` runs when the verdict changes. */
   follow(key: string, endpoints: string[], wake: () => void): void {
-    if (endpoints.length === 0) return this.unfollow(key);
+    if (endpoints.length === 0) {
+      this.unfollow(key);
+      return;
+    }
     const sorted = [...endpoints].sort();
     const f = this.followed.get(key);
     if (f && f.endpoints.join() === sorted.join()) {
