@@ -17,6 +17,7 @@ describe('seedTenants', () => {
   it('keeps every explicit entry the master lists, with the Bindings’ ceilings over their own', () => {
     const seeded = seedTenants({
       desired: new Map([['team-a', 64n * MiB]]),
+      registered: new Set(['team-a']),
       listed: [
         entry('team-a', 32n * MiB, true),
         entry('someone-else', 8n * MiB, true),
@@ -37,6 +38,7 @@ describe('seedTenants', () => {
   it('drops what the pass deleted', () => {
     const seeded = seedTenants({
       desired: new Map(),
+      registered: new Set(['kept']),
       listed: [entry('gone', MiB, true), entry('kept', MiB, true)],
       deleted: new Set(['gone']),
     });
@@ -46,6 +48,7 @@ describe('seedTenants', () => {
   it('merges with the policy seeded before when the master could not be read', () => {
     const seeded = seedTenants({
       desired: new Map([['team-a', 16n * MiB]]),
+      registered: new Set(['team-a']),
       previous: new Map([
         ['team-a', 8n * MiB],
         ['someone-else', 8n * MiB],
@@ -58,6 +61,13 @@ describe('seedTenants', () => {
         ['someone-else', 8n * MiB],
       ],
     );
+  });
+});
+
+describe('seedTenants: a Binding’s tenant not registered yet', () => {
+  it('is not seeded: a leader started from the seed would hold a tenant nobody registered', () => {
+    const seeded = seedTenants({ desired: new Map([['team-a', 16n * MiB]]), registered: new Set() });
+    assert.deepEqual([...seeded], []);
   });
 });
 

@@ -24,6 +24,8 @@ export interface LedgerOutcome {
   listed?: LedgerEntry[];
   /** Tenants this pass deleted from the master. */
   deleted: Set<string>;
+  /** The tenant registry as the pass leaves it. */
+  registered: Set<string>;
   wrote: boolean;
 }
 
@@ -45,6 +47,7 @@ export async function executeLedger(
     putFailures: new Map(),
     deleteFailures: new Map(),
     deleted: new Set(),
+    registered: input.registered,
     wrote: false,
   };
   let entries: LedgerEntry[];
@@ -66,6 +69,7 @@ export async function executeLedger(
     if (sameTenants(registry, saved)) return;
     await saveRegistry(registry);
     saved = new Set(registry);
+    outcome.registered = saved;
   };
   await save();
   // One tenant's failed write stops nothing: it is reported on its own Binding, the rest go on.

@@ -103,7 +103,8 @@ export class PoolReconciler {
       report.retained = outcome.retained;
       report.putFailures = outcome.putFailures;
     }
-    if (backend?.spec.connection.managed) await this.seed(backend, plan, outcome);
+    if (backend?.spec.connection.managed)
+      await this.seed(backend, plan, outcome, outcome?.registered ?? input.registered);
     await this.readBack(address, report, outcome?.wrote ?? false);
 
     const releasedAll = !backend || report.ledgerOff;
@@ -180,12 +181,14 @@ export class PoolReconciler {
     backend: KVCacheBackend,
     plan: ReturnType<typeof planLedger>,
     outcome: LedgerOutcome | undefined,
+    registered: Set<string>,
   ) {
     const live = this.informers.policies.get(seedConfigMapName(backend.metadata.name!), this.ctx.namespace) as
       | (KubeObject & { data?: Record<string, string> })
       | undefined;
     const tenants = seedTenants({
       desired: new Map([...plan.desired].map(([d, claim]) => [d, claim.bytes])),
+      registered,
       listed: outcome?.listed,
       deleted: outcome?.deleted,
       previous: parsePolicy(live?.data?.[policyKey]),

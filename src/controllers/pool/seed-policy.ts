@@ -16,6 +16,12 @@ export function seedConfigMapName(backend: string): string {
 export interface SeedInput {
   /** The Bindings' tenants at their ceilings. */
   desired: Map<string, bigint>;
+  /**
+   * The tenant registry: only a registered tenant is seeded at its Binding's ceiling. A leader started
+   * from the seed would otherwise hold a tenant the operator never registered, which it must then
+   * take for someone else's.
+   */
+  registered: Set<string>;
   /** The master's ledger as listed this pass; undefined when it could not be read. */
   listed?: LedgerEntry[];
   /** Tenants this pass deleted from the master. */
@@ -37,7 +43,7 @@ export function seedTenants(input: SeedInput): Map<string, bigint> {
       )
     : new Map(input.previous ?? []);
   for (const tenant of input.deleted ?? []) base.delete(tenant);
-  for (const [tenant, bytes] of input.desired) base.set(tenant, bytes);
+  for (const [tenant, bytes] of input.desired) if (input.registered.has(tenant)) base.set(tenant, bytes);
   return base;
 }
 
