@@ -8,12 +8,15 @@ import { StoreWatcher } from '../store/store-watcher.ts';
 import { BackendReconciler } from './backend/reconciler.ts';
 import type { OperatorContext } from './context.ts';
 import { ModelDeploymentReconciler } from './modeldeployment/reconciler.ts';
+import { ReplicaReportWatcher } from './modeldeployment/replica-watcher.ts';
 import { PoolReconciler } from './pool/reconciler.ts';
 import { Settings } from './settings.ts';
 
 export interface OperatorOptions {
   namespace: string;
   storePollMs?: number;
+  /** How often ready engine replicas are asked what they report about the cache (default 5 s). */
+  replicaPollMs?: number;
   observeIntervalMs?: number;
   tierCleanupDeadlineMs?: number;
 }
@@ -26,6 +29,7 @@ export function buildContext(client: KubeClient, options: OperatorOptions): Oper
     informers,
     events: new EventRecorder(client, 'kvpool-operator'),
     store: new StoreWatcher(options.storePollMs ?? 1000),
+    replicas: new ReplicaReportWatcher(options.replicaPollMs ?? 5000),
     settings: new Settings(informers, options.namespace),
   };
 }

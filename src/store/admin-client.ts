@@ -50,7 +50,7 @@ export class StoreAdminClient {
     try {
       const res = await request(`http://${this.address}${path}`, {
         method,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
         headers: body === undefined ? {} : { 'content-type': 'application/json' },
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
@@ -61,14 +61,17 @@ export class StoreAdminClient {
         res.body.destroy();
         throw new Error(`response of ${length} bytes is over the ${maxBodyBytes}-byte cap`);
       }
+      // A character split across chunks is carried over, not replaced.
+      const decoder = new TextDecoder('utf-8');
       let text = '';
       for await (const chunk of res.body) {
-        text += chunk.toString();
+        text += decoder.decode(chunk, { stream: true });
         if (text.length > maxBodyBytes) {
           res.body.destroy();
           throw new Error(`response is over the ${maxBodyBytes}-byte cap`);
         }
       }
+      text += decoder.decode();
       return { status: res.statusCode, body: text };
     } catch (err) {
       throw new StoreUnreachable(this.address, err);
