@@ -317,6 +317,14 @@ export class ControlPlane {
     await this.apiserver?.stop();
   }
 
+  /**
+   * Stops (SIGSTOP) or resumes (SIGCONT) the API server's process: while stopped, connections are
+   * accepted by the kernel and calls hang, as with an overloaded or partitioned API server.
+   */
+  freezeApiserver(frozen: boolean): void {
+    this.apiserver?.signal(frozen ? 'SIGSTOP' : 'SIGCONT');
+  }
+
   private async startControllers(): Promise<void> {
     const f = this.files;
     const net = this.options.network;
