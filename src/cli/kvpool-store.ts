@@ -3,6 +3,7 @@
 // Everything after `--` goes verbatim to mooncake_master (leader) or the member service (member).
 import { parseArgs } from 'node:util';
 import { type LeaseRef, parseLeaseRef } from '../agent/lease-address.ts';
+import { leaseTimingProblems } from '../kube/lease-timing.ts';
 import { log } from '../kube/log.ts';
 
 const usage = `usage: kvpool-store <command> [flags] -- <store arguments>
@@ -64,6 +65,17 @@ async function leader(flags: string[], masterArgs: string[]): Promise<number> {
       '--election=Kubernetes needs KUBERNETES_POD_IP: the Lease names <pod IP>:<rpc port>',
     );
   }
+  const timings = {
+    leaseDurationMs: positiveInt('lease-duration-ms', values['lease-duration-ms']),
+    renewDeadlineMs: positiveInt('renew-deadline-ms', values['renew-deadline-ms']),
+    retryPeriodMs: positiveInt('retry-period-ms', values['retry-period-ms']),
+  };
+  const problems = leaseTimingProblems(timings);
+  if (problems.length) {
+    throw new UsageError(
+      `--lease-duration-ms=${timings.leaseDurationMs} --renew-deadline-ms=${timings.renewDeadlineMs} --retry-period-ms=${timings.retryPeriodMs}: ${problems.join('; ')}`,
+    );
+  }
   const { runLeader } = await import('../agent/leader.ts');
   return runLeader({
     election,
@@ -71,9 +83,7 @@ async function leader(flags: string[], masterArgs: string[]): Promise<number> {
     probePort: positiveInt('probe-port', values['probe-port']),
     policySeed: values['policy-seed'],
     policyFile: values['policy-file'],
-    leaseDurationMs: positiveInt('lease-duration-ms', values['lease-duration-ms']),
-    renewDeadlineMs: positiveInt('renew-deadline-ms', values['renew-deadline-ms']),
-    retryPeriodMs: positiveInt('retry-period-ms', values['retry-period-ms']),
+    ...timings,
     masterArgs,
   });
 }

@@ -87,9 +87,9 @@ export class Manager {
     if (!(await elector.acquire())) return;
     leaderGauge.set(1);
     this.startControllers();
-    const outcome = await elector.renewUntilLost();
+    const outcome = await elector.lead();
     leaderGauge.set(0);
-    if (outcome === 'lost' && !this.shuttingDown) {
+    if (outcome !== 'stopped' && !this.shuttingDown) {
       log.error('lost the operator lease: stopping reconciles and exiting');
       await Promise.all(this.controllers.map((c) => c.stop()));
       (this.options.onLostLeadership ?? (() => process.exit(1)))();

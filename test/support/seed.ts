@@ -9,9 +9,7 @@ export const seedDir = join(projectRoot, 'examples', 'walkthrough');
 
 function requireSeed(): void {
   if (!existsSync(seedDir)) {
-    throw new Error(
-      `the walkthrough manifests are expected at ${seedDir}`,
-    );
+    throw new Error(`the walkthrough manifests are expected at ${seedDir}`);
   }
 }
 
