@@ -41,8 +41,53 @@ const imageField = (field: string) =>
     }),
   });
 
+// The store's Lease timing (docs/store-program.md, "Lease timing"); kvpool-store's flags are rendered from it.
+const leaseTimingField = 'spec.connection.managed.leader.leaseTiming';
+const wholeSeconds = '^[1-9][0-9]{0,3}s$';
+const msOrSeconds = '^[1-9][0-9]{0,6}(ms|s)$';
+const LeaseDuration = (field: string, pattern: string, fallback: string) =>
+  Type.String({
+    maxLength: 9,
+    default: fallback,
+    ...cel({
+      rule: `self.matches('${pattern}')`,
+      message:
+        pattern === wholeSeconds
+          ? `${leaseTimingField}.${field} must be whole seconds, for example ${fallback}: a Lease records its duration in seconds`
+          : `${leaseTimingField}.${field} must be a whole number of ms or s, for example ${fallback}`,
+    }),
+  });
+/** A CEL condition that holds when every named field is present and well formed. */
+const wellFormed = (...fields: [string, string][]) =>
+  fields.map(([f, pattern]) => `has(self.${f}) && self.${f}.matches('${pattern}')`).join(' && ');
+const LeaseTiming = Type.Object(
+  {
+    leaseDuration: Type.Optional(LeaseDuration('leaseDuration', wholeSeconds, '8s')),
+    renewDeadline: Type.Optional(LeaseDuration('renewDeadline', msOrSeconds, '7s')),
+    retryPeriod: Type.Optional(LeaseDuration('retryPeriod', msOrSeconds, '250ms')),
+  },
+  cel(
+    {
+      rule: `!(${wellFormed(['leaseDuration', wholeSeconds], ['renewDeadline', msOrSeconds])}) || duration(self.leaseDuration) - duration(self.renewDeadline) >= duration('500ms')`,
+      message: `${leaseTimingField}.renewDeadline must be at least 500ms below leaseDuration: a leader that cannot renew stops its master at the renew deadline, before a standby may take the Lease; for example leaseDuration 8s, renewDeadline 7s`,
+      fieldPath: '.renewDeadline',
+    },
+    {
+      rule: `!(${wellFormed(['renewDeadline', msOrSeconds], ['retryPeriod', msOrSeconds])}) || duration(self.renewDeadline) >= duration(self.retryPeriod) + duration(self.retryPeriod)`,
+      message: `${leaseTimingField}.retryPeriod must be at most half of renewDeadline, so the leader tries at least twice before it stops; for example renewDeadline 7s, retryPeriod 250ms`,
+      fieldPath: '.retryPeriod',
+    },
+    {
+      rule: `!(${wellFormed(['retryPeriod', msOrSeconds])}) || duration(self.retryPeriod) >= duration('100ms')`,
+      message: `${leaseTimingField}.retryPeriod must be at least 100ms: every retry is a request to the API server`,
+      fieldPath: '.retryPeriod',
+    },
+  ),
+);
+
 const Leader = Type.Object(
   {
+    leaseTiming: Type.Optional(LeaseTiming),
     replicas: Type.Optional(Type.Integer({ format: 'int32', minimum: 1, maximum: 5, default: 1 })),
     electionBackend: Type.Optional(StringEnum(['Kubernetes', 'None'] as const, { default: 'Kubernetes' })),
     memberAddressing: Type.Optional(StringEnum(['Service', 'Lease'] as const, { default: 'Service' })),
@@ -53,12 +98,19 @@ const Leader = Type.Object(
     extraArgs: Type.Optional(AtomicList(Type.String({ minLength: 1, maxLength: 4096 }), 64)),
     extraEnv: Type.Optional(MapList(EnvVar, ['name'], 64)),
   },
-  cel({
-    rule: "!has(self.replicas) || self.replicas <= 1 || !has(self.electionBackend) || self.electionBackend == 'Kubernetes'",
-    message:
-      'spec.connection.managed.leader.replicas above 1 needs an election: set leader.electionBackend to Kubernetes, or leader.replicas to 1',
-    fieldPath: '.replicas',
-  }),
+  cel(
+    {
+      rule: "!has(self.replicas) || self.replicas <= 1 || !has(self.electionBackend) || self.electionBackend == 'Kubernetes'",
+      message:
+        'spec.connection.managed.leader.replicas above 1 needs an election: set leader.electionBackend to Kubernetes, or leader.replicas to 1',
+      fieldPath: '.replicas',
+    },
+    {
+      rule: "!has(self.leaseTiming) || !has(self.electionBackend) || self.electionBackend == 'Kubernetes'",
+      message: `${leaseTimingField} has no effect without an election: remove it, or set leader.electionBackend to Kubernetes`,
+      fieldPath: '.leaseTiming',
+    },
+  ),
 );
 
 const Eviction = Type.Object(

@@ -3,7 +3,7 @@
 // Everything after `--` goes verbatim to mooncake_master (leader) or the member service (member).
 import { parseArgs } from 'node:util';
 import { type LeaseRef, parseLeaseRef } from '../agent/lease-address.ts';
-import { leaseTimingProblems } from '../kube/lease-timing.ts';
+import { leaseTimingProblems, storeLeaseDefaults } from '../kube/lease-timing.ts';
 import { log } from '../kube/log.ts';
 
 const usage = `usage: kvpool-store <command> [flags] -- <store arguments>
@@ -13,7 +13,7 @@ const usage = `usage: kvpool-store <command> [flags] -- <store arguments>
       --probe-port=9004            /readyz and /healthz, on KUBERNETES_POD_IP
       --policy-seed=<file>         tenant policy to start from, when the file exists
       --policy-file=<file>         where the master reads its tenant policy (seeded before it starts)
-      --lease-duration-ms=15000 --renew-deadline-ms=10000 --retry-period-ms=1000
+      --lease-duration-ms=${storeLeaseDefaults.leaseDurationMs} --renew-deadline-ms=${storeLeaseDefaults.renewDeadlineMs} --retry-period-ms=${storeLeaseDefaults.retryPeriodMs}
   member -- <mc_store_rest_server arguments>
       MOONCAKE_MASTER=k8s://<namespace>/<lease> follows the Lease holder; any other value passes through`;
 
@@ -51,9 +51,9 @@ async function leader(flags: string[], masterArgs: string[]): Promise<number> {
       'probe-port': { type: 'string', default: '9004' },
       'policy-seed': { type: 'string' },
       'policy-file': { type: 'string' },
-      'lease-duration-ms': { type: 'string', default: '15000' },
-      'renew-deadline-ms': { type: 'string', default: '10000' },
-      'retry-period-ms': { type: 'string', default: '1000' },
+      'lease-duration-ms': { type: 'string', default: String(storeLeaseDefaults.leaseDurationMs) },
+      'renew-deadline-ms': { type: 'string', default: String(storeLeaseDefaults.renewDeadlineMs) },
+      'retry-period-ms': { type: 'string', default: String(storeLeaseDefaults.retryPeriodMs) },
     },
   });
   const election = values.election;

@@ -1,11 +1,13 @@
 // The leader's children: Deployment, Service and (with an election) its ServiceAccounts and Roles.
 
 import type { KVCacheBackend } from '../../api/types.ts';
+import { leaseTimingFlags } from '../../kube/lease-timing.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { policyKey, seedConfigMapName } from '../pool/seed-policy.ts';
 import {
   anyDiskTier,
   electionOn,
+  leaseTimings,
   type ManagedConnection,
   managedConnection,
   resolveImages,
@@ -65,10 +67,7 @@ function leaderArgs(backend: KVCacheBackend, ctx: BackendRenderContext): string[
     `--election=${electionOn(backend) ? 'Kubernetes' : 'None'}`,
     `--lease=${ctx.namespace}/${leaderName(backend)}`,
     `--probe-port=${leaderProbePort}`,
-    // Mooncake's own etcd election uses a 5 s TTL; the Lease matches it, so a lost leader is replaced as fast.
-    '--lease-duration-ms=5000',
-    '--renew-deadline-ms=3500',
-    '--retry-period-ms=500',
+    ...leaseTimingFlags(leaseTimings(backend)),
     ...((leader.multiTenancy ?? true)
       ? [`--policy-seed=${policySeedFile}`, `--policy-file=${policyFile}`]
       : []),
