@@ -235,8 +235,8 @@ export class LeaderElector {
 
   /** One acquire-or-renew within `budgetMs`; the call is abandoned after it, or on stop(). */
   private async attempt(budgetMs: number): Promise<Outcome> {
-    const signal = AbortSignal.any([AbortSignal.timeout(budgetMs), this.stopping.signal]);
     try {
+      const signal = AbortSignal.any([AbortSignal.timeout(Math.ceil(budgetMs)), this.stopping.signal]);
       return await this.acquireOrRenew(signal);
     } catch (err) {
       if (!(err instanceof ApiError && (err.isConflict || err.isAlreadyExists)) && !this.stopped) {

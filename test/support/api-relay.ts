@@ -58,8 +58,9 @@ export class ApiRelay {
     const was = this.current;
     this.current = mode;
     if (mode === 'refuse') {
-      await this.stopListening();
+      // Reset first: a closing server waits for its open connections.
       for (const pair of this.pairs) this.drop(pair);
+      await this.stopListening();
       return;
     }
     if (was === 'refuse') await this.listen();
@@ -68,8 +69,8 @@ export class ApiRelay {
   }
 
   async close(): Promise<void> {
-    await this.stopListening();
     for (const pair of this.pairs) this.drop(pair);
+    await this.stopListening();
   }
 
   private async listen(): Promise<void> {
