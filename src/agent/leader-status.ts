@@ -12,7 +12,7 @@ export class LeaderStatus {
   phase: LeaderPhase;
   /** The Lease holder last seen while campaigning ('' for none). */
   holder = '';
-  /** Set once this replica handed the Lease over on request; it campaigns no more while asked. */
+  /** While campaigning: the Lease asks this replica to stay out (it handed over for a rollout or a drain). */
   steppedDown = false;
   master: Child | undefined;
   health: MasterHealth | undefined;

@@ -99,7 +99,6 @@ async function runElected(run: Run): Promise<number> {
       await elector.release();
       return 0;
     }
-    run.status.steppedDown = false;
     run.status.phase = 'seeding';
     if (!seedPolicy(run)) {
       await elector.release();
@@ -163,7 +162,9 @@ async function campaign(run: Run, elector: LeaderElector): Promise<boolean> {
   // The holder is only for the readiness reason, taken from the elector's own reads.
   const timer = setInterval(
     () => {
-      if (campaigning) run.status.holder = elector.observedHolder ?? run.status.holder;
+      if (!campaigning) return;
+      run.status.holder = elector.observedHolder ?? run.status.holder;
+      run.status.steppedDown = elector.observedAsked;
     },
     Math.min(500, run.options.retryPeriodMs),
   );

@@ -14,6 +14,7 @@ import {
   leaseFreshness,
   leaseSeconds,
   leaseTimingProblems,
+  nextRenewalDelayMs,
   standDownAt,
 } from './lease-timing.ts';
 import { log } from './log.ts';
@@ -51,14 +52,15 @@ export const defaultTimings: LeaseTimings = {
 const releaseBudgetMs = 2000;
 
 /**
- * Names the one candidate (by Pod name) that must step down: as leader it hands the Lease over and
- * does not campaign again while named. Written by the operator for a rollout or a drain.
+ * Names the candidates (Pod names, comma-separated) that must not lead: a named leader hands the Lease
+ * over, and a named candidate does not take it. Written by the operator for a rollout or a drain.
  */
 export const stepDownAnnotation = 'kvcache.gpustack.ai/step-down';
 
-/** Whether `lease` asks the candidate running in Pod `podName` to step down. */
+/** Whether `lease` asks the candidate running in Pod `podName` to step down (or stay down). */
 export function asksToStepDown(lease: Lease, podName: string | undefined): boolean {
-  return Boolean(podName) && lease.metadata.annotations?.[stepDownAnnotation] === podName;
+  const named = lease.metadata.annotations?.[stepDownAnnotation]?.split(',') ?? [];
+  return Boolean(podName) && named.includes(podName!);
 }
 
 export class LeaderElector {
@@ -70,6 +72,7 @@ export class LeaderElector {
   private observed: { record: string; at: number } | undefined;
   private lease: Lease | undefined;
   private holder: string | undefined;
+  private asked = false;
   private leading = false;
   private sentAt: number | undefined;
   private readonly logger;
@@ -87,6 +90,11 @@ export class LeaderElector {
   /** The holder the last attempt read (this candidate after a win), so callers need no Lease reads of their own. */
   get observedHolder(): string | undefined {
     return this.holder;
+  }
+
+  /** Whether the last read Lease asked this candidate to step down (or stay down). */
+  get observedAsked(): boolean {
+    return this.asked;
   }
 
   /** The Lease's age and time left to lead on it, while leading; undefined otherwise. */
@@ -117,6 +125,7 @@ export class LeaderElector {
    */
   async lead(): Promise<TermEnd> {
     let end: TermEnd | undefined;
+    let failing = false;
     let wake = () => {};
     const finish = (why: TermEnd) => {
       end ??= why;
@@ -132,6 +141,7 @@ export class LeaderElector {
       const budget = attemptBudgetMs(now, this.timings, standDown);
       if (budget > 0) {
         void this.track(this.attempt(budget)).then((outcome) => {
+          failing = outcome === 'failed';
           if (outcome === 'leading') this.sentAt = Math.max(this.sentAt ?? now, now);
           else if (outcome === 'held') finish('taken');
           else if (outcome === 'asked') finish('asked');
@@ -145,7 +155,7 @@ export class LeaderElector {
           signal.removeEventListener('abort', done);
           resolve();
         };
-        const timer = setTimeout(done, Math.min(this.options.retryPeriodMs, standDown - now));
+        const timer = setTimeout(done, Math.min(nextRenewalDelayMs(this.timings, failing), standDown - now));
         signal.addEventListener('abort', done, { once: true });
         wake = done;
       });
@@ -288,7 +298,8 @@ export class LeaderElector {
     ]);
     if (this.observed?.record !== record) this.observed = { record, at: performance.now() };
     const mine = spec.holderIdentity === me;
-    if (this.options.askedToStepDown?.(current)) return mine ? 'asked' : 'held';
+    this.asked = this.options.askedToStepDown?.(current) ?? false;
+    if (this.asked) return mine ? 'asked' : 'held';
     const heldByOther = Boolean(spec.holderIdentity) && !mine;
     if (heldByOther) {
       const expired = heldRecordExpired(
@@ -318,7 +329,8 @@ export class LeaderElector {
   private took(lease: Lease): Outcome {
     this.lease = lease;
     this.holder = this.options.identity;
-    return this.options.askedToStepDown?.(lease) ? 'asked' : 'leading';
+    this.asked = this.options.askedToStepDown?.(lease) ?? false;
+    return this.asked ? 'asked' : 'leading';
   }
 }
 

@@ -66,6 +66,14 @@ export function attemptBudgetMs(now: number, t: LeaseTimings, standDown?: number
   return standDown === undefined ? budget : Math.max(0, Math.min(budget, standDown - now));
 }
 
+/** After a failed renewal the leader tries again this soon (cheap: a refused connection fails at once). */
+export const failedRenewalRetryMs = 100;
+
+/** How long a leader waits before its next renewal: a retry period, or less after a failure. */
+export function nextRenewalDelayMs(t: LeaseTimings, lastFailed: boolean): number {
+  return lastFailed ? Math.min(t.retryPeriodMs, failedRenewalRetryMs) : t.retryPeriodMs;
+}
+
 /** The Lease's age to its leader, and whether it may still lead (serve) on it. */
 export function leaseFreshness(now: number, renewSentAt: number, t: LeaseTimings) {
   const remainingMs = standDownAt(renewSentAt, t) - now;
@@ -83,21 +91,21 @@ export function heldRecordExpired(now: number, observedAt: number, leaseDuration
 /**
  * The longest API outage a leader rides out whatever the phase of its renewals: the last renewal may
  * have been sent up to a retry period (plus a round trip) before the outage, and the first one after it
- * starts up to a retry period late. Round trips are taken as `roundTripMs`.
+ * starts up to the failed-renewal retry late. Round trips are taken as `roundTripMs`.
  */
 export function guaranteedOutageMs(t: LeaseTimings, roundTripMs = 20): number {
-  return t.renewDeadlineMs - 2 * t.retryPeriodMs - 2 * roundTripMs;
+  return t.renewDeadlineMs - t.retryPeriodMs - nextRenewalDelayMs(t, true) - 2 * roundTripMs;
 }
 
 /**
  * The store leader's timing when a backend names none: rides out an API outage of at least 6 s
- * whatever the phase of its renewals, while a hard-killed leader is replaced within about 9 s.
- * Measured in bench/results/failover.json; chosen in docs/store-program.md ("Lease timing").
+ * whatever the phase of its renewals, while a hard-killed leader is replaced within about 8 s.
+ * Measured in bench/results/failover.json; chosen in docs/decisions/0013-store-lease-timing.md.
  */
 export const storeLeaseDefaults: LeaseTimings = {
-  leaseDurationMs: 8000,
-  renewDeadlineMs: 7000,
-  retryPeriodMs: 250,
+  leaseDurationMs: 7000,
+  renewDeadlineMs: 6500,
+  retryPeriodMs: 200,
 };
 
 /** The timing as kvpool-store's flags. */

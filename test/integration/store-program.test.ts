@@ -234,6 +234,43 @@ describe('a leader whose Lease another holder takes', () => {
   });
 });
 
+describe('a leader the Lease asks to step down (a rollout or a drain)', () => {
+  it('stops its master, hands the Lease to the standby and stays out while named', async () => {
+    const lease = uniqueName('store');
+    const recorder = recordLease(lease);
+    const flags = electionFlags(lease, shortTimings);
+    const leaders = [await leaderOn(newPod('step-a'), flags), await leaderOn(newPod('step-b'), flags)];
+    const [leader, standby] = await elected(leaders, recorder);
+    await waitReady(leader);
+    const t0 = performance.now();
+    await client.mergePatch(leaseRef(ns, lease), {
+      metadata: { annotations: { 'kvcache.gpustack.ai/step-down': `${leader.pod.name},another-pod` } },
+    });
+    const takenAt = await recorder.waitForHolder(standby.identity, t0, 10_000);
+    console.log(`step-down: the standby holds the Lease ${Math.round(takenAt - t0)} ms after the request`);
+    assert.equal(masterPid(leader), undefined, 'the old leader runs no master');
+    assert.ok(
+      recorder.sightings.some((s) => s.at >= t0 && s.at <= takenAt && s.holder === ''),
+      'the old leader emptied the holder',
+    );
+    await waitReady(standby);
+    const answer = await probe(leader, '/readyz');
+    assert.equal(answer.status, 503);
+    assert.match(answer.reason, /^stepped down: the Lease asks this Pod to hand over/);
+    assert.equal(leader.process.exit, undefined, 'it keeps running, out of the election');
+    await client.mergePatch(leaseRef(ns, lease), {
+      metadata: { annotations: { 'kvcache.gpustack.ai/step-down': null } },
+    });
+    await waitFor(
+      async () =>
+        (await probe(leader, '/readyz')).reason === `standby: the Lease is held by ${standby.identity}`
+          ? true
+          : undefined,
+      { what: 'the old leader to campaign again as a standby once no longer named', timeoutMs: 5000 },
+    );
+  });
+});
+
 describe('tenant policy seeding', () => {
   const tenancy = (file: string) => ['-enable_multi_tenants=true', `-tenant_quota_connector_uri=${file}`];
 

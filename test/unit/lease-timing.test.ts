@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { asksToStepDown, type Lease, stepDownAnnotation } from '../../src/kube/leader-election.ts';
 import {
   attemptBudgetMs,
   guaranteedOutageMs,
@@ -9,6 +10,7 @@ import {
   leaseSeconds,
   leaseTimingProblems,
   minStandDownMarginMs,
+  nextRenewalDelayMs,
   standDownAt,
 } from '../../src/kube/lease-timing.ts';
 
@@ -87,11 +89,31 @@ describe('one Lease call', () => {
 });
 
 describe('the outage a leader rides out whatever the phase of its renewals', () => {
-  it('is the renew deadline less two retry periods and two round trips', () => {
-    assert.equal(guaranteedOutageMs(t, 20), 7000 - 500 - 40);
-    assert.equal(
-      guaranteedOutageMs({ leaseDurationMs: 5000, renewDeadlineMs: 3500, retryPeriodMs: 500 }, 0),
-      2500,
-    );
+  it('is the renew deadline less a retry period, the retry after a failure and two round trips', () => {
+    assert.equal(guaranteedOutageMs(t, 20), 7000 - 250 - 100 - 40);
+    const slow = { leaseDurationMs: 5000, renewDeadlineMs: 3500, retryPeriodMs: 500 };
+    assert.equal(guaranteedOutageMs(slow, 0), 2900);
+  });
+
+  it('comes from renewing every retry period, and retrying soon after a failure', () => {
+    assert.equal(nextRenewalDelayMs(t, false), 250);
+    assert.equal(nextRenewalDelayMs(t, true), 100);
+    assert.equal(nextRenewalDelayMs({ ...t, retryPeriodMs: 80 }, true), 80);
+  });
+});
+
+describe('the step-down annotation', () => {
+  const lease = (names?: string) =>
+    ({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'l', annotations: names === undefined ? {} : { [stepDownAnnotation]: names } },
+    }) as Lease;
+
+  it('names Pods in a comma-separated list, whole names only', () => {
+    assert.equal(asksToStepDown(lease('leader-a,leader-b'), 'leader-b'), true);
+    assert.equal(asksToStepDown(lease('leader-a,leader-b'), 'leader'), false);
+    assert.equal(asksToStepDown(lease(), 'leader-a'), false);
+    assert.equal(asksToStepDown(lease('leader-a'), undefined), false);
   });
 });
