@@ -28,6 +28,11 @@ export function electionOn(backend: KVCacheBackend): boolean {
   return (managedConnection(backend).leader.electionBackend ?? 'Kubernetes') === 'Kubernetes';
 }
 
+/** Whether members read the Lease themselves (they then need an account); else they need no API access. */
+export function membersReadLease(backend: KVCacheBackend): boolean {
+  return electionOn(backend) && managedConnection(backend).leader.memberAddressing === 'Lease';
+}
+
 /** A duration as the schema admits it (`250ms`, `7s`), in milliseconds. */
 export function durationMs(text: string): number {
   const m = /^([0-9]+)(ms|s)$/.exec(text);
