@@ -23,9 +23,9 @@ import { median } from './results.ts';
 
 export const consideredTimings: LeaseTimings[] = [
   { leaseDurationMs: 5000, renewDeadlineMs: 3500, retryPeriodMs: 500 },
+  { leaseDurationMs: 7000, renewDeadlineMs: 6500, retryPeriodMs: 200 },
   storeLeaseDefaults,
-  { leaseDurationMs: 7000, renewDeadlineMs: 6500, retryPeriodMs: 250 },
-  { leaseDurationMs: 8000, renewDeadlineMs: 7000, retryPeriodMs: 250 },
+  { leaseDurationMs: 8000, renewDeadlineMs: 7500, retryPeriodMs: 250 },
   { leaseDurationMs: 10000, renewDeadlineMs: 9000, retryPeriodMs: 500 },
   { leaseDurationMs: 15000, renewDeadlineMs: 10000, retryPeriodMs: 2000 },
 ];

@@ -62,19 +62,19 @@ const wellFormed = (...fields: [string, string][]) =>
   fields.map(([f, pattern]) => `has(self.${f}) && self.${f}.matches('${pattern}')`).join(' && ');
 const LeaseTiming = Type.Object(
   {
-    leaseDuration: Type.Optional(LeaseDuration('leaseDuration', wholeSeconds, '7s')),
-    renewDeadline: Type.Optional(LeaseDuration('renewDeadline', msOrSeconds, '6500ms')),
-    retryPeriod: Type.Optional(LeaseDuration('retryPeriod', msOrSeconds, '200ms')),
+    leaseDuration: Type.Optional(LeaseDuration('leaseDuration', wholeSeconds, '8s')),
+    renewDeadline: Type.Optional(LeaseDuration('renewDeadline', msOrSeconds, '7s')),
+    retryPeriod: Type.Optional(LeaseDuration('retryPeriod', msOrSeconds, '250ms')),
   },
   cel(
     {
       rule: `!(${wellFormed(['leaseDuration', wholeSeconds], ['renewDeadline', msOrSeconds])}) || duration(self.leaseDuration) - duration(self.renewDeadline) >= duration('500ms')`,
-      message: `${leaseTimingField}.renewDeadline must be at least 500ms below leaseDuration: a leader that cannot renew stops its master at the renew deadline, before a standby may take the Lease; for example leaseDuration 7s, renewDeadline 6500ms`,
+      message: `${leaseTimingField}.renewDeadline must be at least 500ms below leaseDuration: a leader that cannot renew stops its master at the renew deadline, before a standby may take the Lease; for example leaseDuration 8s, renewDeadline 7s`,
       fieldPath: '.renewDeadline',
     },
     {
       rule: `!(${wellFormed(['renewDeadline', msOrSeconds], ['retryPeriod', msOrSeconds])}) || duration(self.renewDeadline) >= duration(self.retryPeriod) + duration(self.retryPeriod)`,
-      message: `${leaseTimingField}.retryPeriod must be at most half of renewDeadline, so the leader tries at least twice before it stops; for example renewDeadline 6500ms, retryPeriod 200ms`,
+      message: `${leaseTimingField}.retryPeriod must be at most half of renewDeadline, so the leader tries at least twice before it stops; for example renewDeadline 7s, retryPeriod 250ms`,
       fieldPath: '.retryPeriod',
     },
     {

@@ -3,7 +3,8 @@
 // clock skew does not matter); a graceful release empties the holder so a standby takes over at once.
 // A leader stops leading at renewDeadline after sending its last successful renewal, on its own
 // monotonic clock, whatever its calls are doing: every call is bounded by that moment, and a new
-// renewal starts every retry period even while an older one hangs. Timing rules: lease-timing.ts.
+// renewal starts every retry period even while an older one hangs. A renewal is one JSON patch that
+// tests the leader's own term. Timing rules: lease-timing.ts.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeClient } from './client.ts';
 import { ApiError } from './errors.ts';
@@ -243,6 +244,24 @@ export class LeaderElector {
     return this.client.request<Lease>(method, path, { body: lease, signal });
   }
 
+  /**
+   * A renewal in one request that holds only while this leader's term does (the holder and acquire
+   * time it wrote), whatever else changed meanwhile: an annotation, or a late copy of an earlier renewal.
+   */
+  private renew(lease: Lease, now: string, seconds: number, signal: AbortSignal): Promise<Lease> {
+    const ops = [
+      { op: 'test', path: '/spec/holderIdentity', value: this.options.identity },
+      { op: 'test', path: '/spec/acquireTime', value: lease.spec?.acquireTime },
+      { op: 'add', path: '/spec/renewTime', value: now },
+      { op: 'add', path: '/spec/leaseDurationSeconds', value: seconds },
+    ];
+    return this.client.request<Lease>('PATCH', this.path, {
+      body: ops,
+      contentType: 'application/json-patch+json',
+      signal,
+    });
+  }
+
   /** One acquire-or-renew within `budgetMs`; the call is abandoned after it, or on stop(). */
   private async attempt(budgetMs: number): Promise<Outcome> {
     try {
@@ -260,12 +279,13 @@ export class LeaderElector {
     const me = this.options.identity;
     const now = microTime();
     const seconds = leaseSeconds(this.timings);
-    // A leader renews its own last copy; a conflict means someone else wrote, so read and decide.
+    // A leader renews its term in one patch; when the term is not as it wrote it, it reads and decides.
     if (this.leading && this.lease) {
       try {
-        return this.took(await this.write('PUT', renewed(this.lease, now, seconds), signal));
+        return this.took(await this.renew(this.lease, now, seconds, signal));
       } catch (err) {
-        if (!(err instanceof ApiError && err.isConflict)) throw err;
+        // The term is not as this leader last wrote it: read the Lease and decide.
+        if (!(err instanceof ApiError && (err.isInvalid || err.isConflict))) throw err;
       }
     }
     const current = await this.find(signal);
@@ -332,8 +352,4 @@ export class LeaderElector {
     this.asked = this.options.askedToStepDown?.(lease) ?? false;
     return this.asked ? 'asked' : 'leading';
   }
-}
-
-function renewed(lease: Lease, now: string, seconds: number): Lease {
-  return { ...lease, spec: { ...lease.spec, leaseDurationSeconds: seconds, renewTime: now } };
 }

@@ -99,13 +99,14 @@ export function guaranteedOutageMs(t: LeaseTimings, roundTripMs = 20): number {
 
 /**
  * The store leader's timing when a backend names none: rides out an API outage of at least 6 s
- * whatever the phase of its renewals, while a hard-killed leader is replaced within about 8 s.
+ * whatever the phase of its renewals (with half a second to spare), stands down a full second before
+ * a standby may take over, and a hard-killed leader is replaced within about 8.5 s.
  * Measured in bench/results/failover.json; chosen in docs/decisions/0013-store-lease-timing.md.
  */
 export const storeLeaseDefaults: LeaseTimings = {
-  leaseDurationMs: 7000,
-  renewDeadlineMs: 6500,
-  retryPeriodMs: 200,
+  leaseDurationMs: 8000,
+  renewDeadlineMs: 7000,
+  retryPeriodMs: 250,
 };
 
 /** The timing as kvpool-store's flags. */

@@ -32,7 +32,7 @@ const refusals: [string, Record<string, unknown>, string, string][] = [
     'a lease duration in fractions of a second',
     { leaseTiming: { leaseDuration: '7500ms' } },
     `${field}.leaseDuration`,
-    'must be whole seconds, for example 7s',
+    'must be whole seconds, for example 8s',
   ],
   [
     'a renew deadline too close to the lease duration',
@@ -42,9 +42,9 @@ const refusals: [string, Record<string, unknown>, string, string][] = [
   ],
   [
     'a renew deadline of the default lease duration',
-    { leaseTiming: { renewDeadline: '7s' } },
+    { leaseTiming: { renewDeadline: '8s' } },
     `${field}.renewDeadline`,
-    'for example leaseDuration 7s, renewDeadline 6500ms',
+    'for example leaseDuration 8s, renewDeadline 7s',
   ],
   [
     'a retry period above half the renew deadline',
@@ -62,7 +62,7 @@ const refusals: [string, Record<string, unknown>, string, string][] = [
     'a duration with a unit the store does not read',
     { leaseTiming: { retryPeriod: '1m' } },
     `${field}.retryPeriod`,
-    'a whole number of ms or s, for example 200ms',
+    'a whole number of ms or s, for example 250ms',
   ],
   [
     'a timing without an election',
@@ -98,9 +98,9 @@ describe('leader.leaseTiming admission', () => {
   it('stores an empty timing with the defaults, and accepts a slower safe one', async () => {
     const stored = await client.create(backend({ leaseTiming: {} }));
     assert.deepEqual(stored.spec.connection.managed!.leader.leaseTiming, {
-      leaseDuration: '7s',
-      renewDeadline: '6500ms',
-      retryPeriod: '200ms',
+      leaseDuration: '8s',
+      renewDeadline: '7s',
+      retryPeriod: '250ms',
     });
     await client.create(
       backend({ leaseTiming: { leaseDuration: '15s', renewDeadline: '10s', retryPeriod: '2s' } }),

@@ -136,7 +136,7 @@ describe('a two-node backend with three leader replicas', () => {
     );
   });
 
-  it('rolls a new image: members one at a time after each mount, leadership handed over once', async () => {
+  it('rolls a new image: members one at a time after each mount, then leadership handed over once', async () => {
     const before = {
       members: new Set((await pods('member-0')).map((p) => p.metadata.name)),
       leader: (await holderPod())!.metadata.name!,

@@ -1,8 +1,9 @@
 // A TCP relay between one process and the real kube-apiserver, switched to inject a network fault the
 // tests could not produce otherwise without stopping an apiserver other tests share:
 // - 'refuse': connections are reset and new ones refused, as while an apiserver restarts;
-// - 'hang': nothing passes either way and new connections wait, as while packets are dropped; what
-//   was sent meanwhile is delivered once it passes again, as TCP retransmission would.
+// - 'hang': nothing passes either way, as while packets are dropped. As with TCP across a healed
+//   partition, bytes sent on an established connection arrive once traffic passes again, and a
+//   connection opened meanwhile reaches the apiserver then, unless its client gave up first.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -14,6 +15,11 @@ export type RelayMode = 'pass' | 'refuse' | 'hang';
 interface Pair {
   client: Socket;
   upstream: Socket | undefined;
+  /** Bytes held while hanging, each way. */
+  toServer: Buffer[];
+  toClient: Buffer[];
+  /** The client closed its side while hanging; passed on after what it sent. */
+  clientEnded: boolean;
 }
 
 export class ApiRelay {
@@ -64,8 +70,7 @@ export class ApiRelay {
       return;
     }
     if (was === 'refuse') await this.listen();
-    if (mode === 'pass') for (const pair of this.pairs) this.thaw(pair);
-    else for (const pair of this.pairs) this.freeze(pair);
+    if (mode === 'pass') for (const pair of this.pairs) this.release(pair);
   }
 
   async close(): Promise<void> {
@@ -74,7 +79,7 @@ export class ApiRelay {
   }
 
   private async listen(): Promise<void> {
-    const server = createServer((client) => this.accept(client));
+    const server = createServer({ allowHalfOpen: true }, (client) => this.accept(client));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.port, '127.0.0.1', () => resolve());
@@ -89,38 +94,59 @@ export class ApiRelay {
   }
 
   private accept(client: Socket): void {
-    const pair: Pair = { client, upstream: undefined };
+    const pair: Pair = { client, upstream: undefined, toServer: [], toClient: [], clientEnded: false };
     this.pairs.add(pair);
+    client.on('data', (chunk) => {
+      if (this.current === 'pass' && pair.upstream) pair.upstream.write(chunk);
+      else pair.toServer.push(chunk);
+    });
+    client.on('end', () => {
+      if (this.current === 'pass') pair.upstream?.end();
+      // A connection that never reached the apiserver is gone with its client, as an unanswered SYN is.
+      else if (!pair.upstream) this.drop(pair);
+      else pair.clientEnded = true;
+    });
     client.on('error', () => this.drop(pair));
-    client.on('close', () => this.drop(pair));
-    client.on('data', (chunk) => pair.upstream?.write(chunk));
-    client.pause();
-    if (this.current === 'pass') this.thaw(pair);
+    client.on('close', () => {
+      if (this.current === 'pass' || !pair.upstream) this.drop(pair, false);
+    });
+    if (this.current === 'pass') this.release(pair);
   }
 
   private connectUpstream(pair: Pair): Socket {
-    const upstream = createConnection(this.target);
-    upstream.on('data', (chunk) => pair.client.write(chunk));
+    const upstream = createConnection({ ...this.target, allowHalfOpen: true });
+    upstream.on('data', (chunk) => {
+      if (this.current === 'pass') pair.client.write(chunk);
+      else pair.toClient.push(chunk);
+    });
+    upstream.on('end', () => {
+      if (this.current === 'pass') pair.client.end();
+    });
     upstream.on('error', () => this.drop(pair));
-    upstream.on('close', () => this.drop(pair));
+    upstream.on('close', () => {
+      if (this.current === 'pass') this.drop(pair, false);
+    });
     pair.upstream = upstream;
     return upstream;
   }
 
-  private thaw(pair: Pair): void {
-    (pair.upstream ?? this.connectUpstream(pair)).resume();
-    pair.client.resume();
+  /** Lets what was held through, both ways. */
+  private release(pair: Pair): void {
+    const upstream = pair.upstream ?? this.connectUpstream(pair);
+    for (const chunk of pair.toServer.splice(0)) upstream.write(chunk);
+    for (const chunk of pair.toClient.splice(0)) if (!pair.client.destroyed) pair.client.write(chunk);
+    if (pair.clientEnded) upstream.end();
+    if (pair.client.destroyed && !pair.clientEnded) this.drop(pair);
   }
 
-  private freeze(pair: Pair): void {
-    pair.client.pause();
-    pair.upstream?.pause();
-  }
-
-  private drop(pair: Pair): void {
+  /** Forgets a connection: reset both sides (a fault), or let them finish what they were sending. */
+  private drop(pair: Pair, reset = true): void {
     if (!this.pairs.delete(pair)) return;
-    pair.client.resetAndDestroy();
-    pair.upstream?.resetAndDestroy();
+    for (const socket of [pair.client, pair.upstream]) {
+      if (!socket || socket.destroyed) continue;
+      if (reset) socket.resetAndDestroy();
+      else socket.end();
+    }
   }
 }
 

@@ -20,8 +20,9 @@ export interface Sample {
 
 export class PodStatusWriter {
   readonly samples: Sample[] = [];
-  /** Every set of Pods the Lease asked to step down (comma-separated), in order. */
+  /** Every set of Pods the Lease asked to step down (comma-separated), in order, and when. */
   readonly stepDowns: string[] = [];
+  readonly stepDownAt: number[] = [];
   /** Every leader Pod that took the Lease, in order. */
   readonly holders: string[] = [];
   private readonly ips = new Map<string, string>();
@@ -156,7 +157,10 @@ export class PodStatusWriter {
     const current = byIp(lease.spec?.holderIdentity?.split(':')[0]);
     const asked = lease.metadata.annotations?.[stepDownAnnotation]?.split(',') ?? [];
     const named = asked.join(',');
-    if (named && this.stepDowns.at(-1) !== named) this.stepDowns.push(named);
+    if (named && this.stepDowns.at(-1) !== named) {
+      this.stepDowns.push(named);
+      this.stepDownAt.push(performance.now());
+    }
     const keeps = current && !current.metadata.deletionTimestamp && !asked.includes(current.metadata.name!);
     if (keeps) return current.metadata.name;
     const next = pods.find(

@@ -42,9 +42,9 @@ describe('leader.leaseTiming', () => {
 
   it('renders the defaults when absent', () => {
     assert.deepEqual(storeFlags(withTiming(undefined)), [
-      '--lease-duration-ms=7000',
-      '--renew-deadline-ms=6500',
-      '--retry-period-ms=200',
+      '--lease-duration-ms=8000',
+      '--renew-deadline-ms=7000',
+      '--retry-period-ms=250',
     ]);
   });
 

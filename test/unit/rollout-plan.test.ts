@@ -131,6 +131,18 @@ describe('planHandover', () => {
     });
   });
 
+  it('keeps the old master, and every key, until the members have rolled', () => {
+    const pods = [leader('l-a', { hash: 'old' }), leader('l-b')];
+    const held = planHandover({ hash: 'new', pods, holder, stepDown: [], membersRolling: true });
+    assert.deepEqual(held, {
+      stepDown: [],
+      message: 'l-a leads on the outdated template until the members have rolled',
+    });
+    const cordoned = [leader('l-a', { nodeCordoned: true }), leader('l-b')];
+    const drain = planHandover({ hash: 'new', pods: cordoned, holder, stepDown: [], membersRolling: true });
+    assert.deepEqual(drain.stepDown, ['l-a'], 'a drain does not wait for a member roll');
+  });
+
   it('names every outdated Pod, so none of them wins the handover', () => {
     const pods = [leader('l-a', { hash: 'old' }), leader('l-b', { hash: 'old' }), leader('l-c')];
     assert.deepEqual(plan(pods).stepDown, ['l-a', 'l-b']);

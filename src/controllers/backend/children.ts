@@ -87,15 +87,19 @@ export async function syncChildren(
   const ns = ctx.namespace;
   const liveLeader = informers.deployments.get(leaderName(backend), ns);
   let rendered = renderBackend(backend, renderCtx);
+  const current = intentConfirmation(ctx.client, backend);
   const wantedReplicas = (rendered.leaderDeployment as Deployment).spec?.replicas ?? 1;
   // An elected template replacing one without an election goes through one replica, recreated: an
   // unelected master and an elected one must never overlap.
   const fromUnelected =
     electionOn(backend) && liveLeader && (runsUnelected(liveLeader) || unelectedPods(informers, backend) > 0);
+  // Members roll first, under the old master, which keeps their keys; the leader hands over after.
+  const memberRoll = memberRollPlan(backend, informers, rendered.memberDaemonSets, mountedHosts);
   const handover = electionOn(backend)
-    ? planHandover(
-        handoverInput(backend, ctx, informers, hashOf(templateOf(rendered.leaderDeployment)) ?? ''),
-      )
+    ? planHandover({
+        ...handoverInput(backend, ctx, informers, hashOf(templateOf(rendered.leaderDeployment)) ?? ''),
+        membersRolling: memberRoll.kind !== 'done',
+      })
     : { stepDown: [] };
   rendered = renderBackend(backend, {
     ...renderCtx,
@@ -113,16 +117,11 @@ export async function syncChildren(
     ...rendered.memberDaemonSets,
   ];
   for (const obj of desired) await applied.apply(ctx, obj, liveChild(informers, obj));
-  const current = intentConfirmation(ctx.client, backend);
   await pruneMemberGroups(backend, ctx, informers, rendered.memberDaemonSets, current);
-  const memberRoll = await rollMembers(
-    backend,
-    ctx,
-    informers,
-    rendered.memberDaemonSets,
-    mountedHosts,
-    current,
-  );
+  // After the DaemonSets carry the new template, so the replacement is made from it.
+  if (memberRoll.kind === 'recreate' && (await current())) {
+    await ctx.client.delete({ apiVersion: 'v1', kind: 'Pod', namespace: ns, name: memberRoll.pod });
+  }
   return { replicasPending: Boolean(fromUnelected) && wantedReplicas > 1, memberRoll, handover };
 }
 
@@ -178,15 +177,13 @@ async function pruneMemberGroups(
   }
 }
 
-/** OnDelete rollout, one member Pod at a time (rollout-plan.ts decides which, and when). */
-async function rollMembers(
+/** The next step of the OnDelete rollout, one member Pod at a time (rollout-plan.ts decides). */
+function memberRollPlan(
   backend: KVCacheBackend,
-  ctx: OperatorContext,
   informers: BackendInformers,
   daemonSets: KubeObject[],
   mountedHosts: ReadonlySet<string> | undefined,
-  current: () => Promise<boolean>,
-): Promise<MemberRollPlan> {
+): MemberRollPlan {
   const groups = daemonSets.map((ds) => {
     const live = informers.daemonSets.get(ds.metadata.name!, ds.metadata.namespace) as
       | (KubeObject & { status?: { desiredNumberScheduled?: number } })
@@ -202,9 +199,5 @@ async function rollMembers(
     ready: p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
     deleting: Boolean(p.metadata.deletionTimestamp),
   }));
-  const plan = planMemberRoll({ groups, pods: pods.filter((p) => p.group < groups.length), mountedHosts });
-  if (plan.kind === 'recreate' && (await current())) {
-    await ctx.client.delete({ apiVersion: 'v1', kind: 'Pod', namespace: ctx.namespace, name: plan.pod });
-  }
-  return plan;
+  return planMemberRoll({ groups, pods: pods.filter((p) => p.group < groups.length), mountedHosts });
 }

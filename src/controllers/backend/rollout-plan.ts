@@ -1,6 +1,6 @@
 // Rollouts that keep the cache (pure): member Pods are recreated one at a time, each only once the
 // previous replacement has mounted its segment; the serving leader is asked to step down once, when
-// its successors of the new template run, or when its node is cordoned for a drain. See
+// the members have rolled and its successors of the new template run, or when its node is cordoned. See
 // docs/decisions (rollouts that keep the cache).
 
 export interface MemberPod {
@@ -90,6 +90,8 @@ export interface HandoverInput {
   holder: string | undefined;
   /** The Pods the Lease asks to step down (or stay down) now. */
   stepDown: string[];
+  /** Members are still being recreated: the old master keeps their keys until they are done. */
+  membersRolling?: boolean;
 }
 
 export interface HandoverPlan {
@@ -128,6 +130,9 @@ export function planHandover(input: HandoverInput): HandoverPlan {
         `${leader.name} leads on the outdated template until the new replicas run (${successors.length} running, ${starting.length} starting)`,
       );
     }
+    // A new master starts empty: the old one keeps serving every key until the members have rolled.
+    if (input.membersRolling)
+      return waiting(`${leader.name} leads on the outdated template until the members have rolled`);
   } else if (!successors.length) {
     return waiting(
       `${leader.name} leads on a cordoned node: no running standby on another node to hand over to`,
