@@ -116,7 +116,14 @@ describe('NetworkPolicies', () => {
   });
 
   it('admit the members’ transfer ports alone, for every group', () => {
-    assert.deepEqual(spec(members).ingress, [{ ports: [{ protocol: 'TCP', port: 12300, endPort: 14300 }] }]);
+    assert.deepEqual(spec(members).ingress, [
+      {
+        ports: [
+          { protocol: 'TCP', port: 15000, endPort: 17000 },
+          { protocol: 'TCP', port: 12300, endPort: 14300 },
+        ],
+      },
+    ]);
     assert.deepEqual(spec(members).podSelector.matchExpressions, [
       { key: 'app.kubernetes.io/component', operator: 'In', values: ['member-0', 'member-1'] },
     ]);

@@ -22,8 +22,15 @@ import {
 import type { BackendRenderContext } from './render.ts';
 import { leaderAdminPort, leaderReplicas, leaderRpcPort } from './render-leader.ts';
 
-/** The transfer engine's data ports on members (the wheel's MC_STORE_CLIENT_MIN_PORT / MAX_PORT). */
-export const transferPorts = { first: 12300, last: 14300 };
+/**
+ * The ports a member's transfer engine listens on, as the wheel picks them: its handshake and TCP
+ * data ports from MC_MIN_RPC_PORT..MC_MAX_RPC_PORT, and the store client's from
+ * MC_STORE_CLIENT_MIN_PORT..MC_STORE_CLIENT_MAX_PORT (both left at their defaults).
+ */
+export const transferPortRanges = [
+  { first: 15000, last: 17000 },
+  { first: 12300, last: 14300 },
+];
 export const tierCleanupComponent = 'tier-cleanup';
 
 type Rule = { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] };
@@ -134,7 +141,7 @@ export function renderNetworkPolicies(backend: KVCacheBackend, ctx: BackendRende
         matchExpressions: [{ key: componentLabel, operator: 'In', values: groups }],
       },
       policyTypes: ['Ingress'],
-      ingress: [{ ports: [tcp(transferPorts.first, transferPorts.last)] }],
+      ingress: [{ ports: transferPortRanges.map((r) => tcp(r.first, r.last)) }],
     }),
     policy(backend, ctx, `${name}-${tierCleanupComponent}`, tierCleanupComponent, {
       podSelector: { matchLabels: backendSelector(name, tierCleanupComponent) },
