@@ -4,7 +4,7 @@
 // leader rides out with the same master, for refused connections and for calls that hang. The outage is
 // a network fault injected by a TCP relay between the leader and the apiserver.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeClient } from '../src/kube/client.ts';
@@ -126,24 +126,33 @@ async function survives(l: StoreLeader, relay: ApiRelay, mode: RelayMode, length
   return kept;
 }
 
-/** The longest outage, on a ladder of half retry periods, that every trial at that length survived. */
+/**
+ * The longest outage, on a ladder of half retry periods (at least 125 ms) around the guaranteed one,
+ * that every trial at that length survived; and the shortest length that lost the master.
+ */
 async function longestOutage(ctx: Ctx, t: LeaseTimings, mode: RelayMode) {
   const relay = await ApiRelay.start(ctx.cp.kubeconfigPath);
   const lease = `outage-${mode}-${t.leaseDurationMs}-${t.renewDeadlineMs}-${t.retryPeriodMs}`;
   const l = await leader(ctx, lease, t, relay.kubeconfigThrough(ctx.cp.kubeconfigPath, ctx.logDir));
+  const step = Math.max(125, t.retryPeriodMs / 2);
+  const trial = async (length: number) => {
+    let kept = true;
+    for (let i = 0; i < trialsPerLength && kept; i++) kept = await survives(l, relay, mode, length, t);
+    console.log(`  ${mode} outage of ${length} ms: ${kept ? 'survived' : 'lost the master'}`);
+    return kept;
+  };
   try {
     await ready(l);
-    const step = Math.max(125, t.retryPeriodMs / 2);
     let length = Math.max(step, Math.floor((guaranteedOutageMs(t) - step) / step) * step);
-    let longest: number | undefined;
-    for (;;) {
-      let kept = true;
-      for (let i = 0; i < trialsPerLength && kept; i++) kept = await survives(l, relay, mode, length, t);
-      console.log(`  ${mode} outage of ${length} ms: ${kept ? 'survived' : 'lost the master'}`);
-      if (!kept) return { longestSurvivedMs: longest, firstLostMs: length, trialsPerLength };
-      longest = length;
-      length += step;
+    // Down from the start until a length is survived, then up until one is lost (once is enough).
+    let lost: number | undefined;
+    while (length > step && !(await trial(length))) {
+      lost = length;
+      length -= step;
     }
+    let longest = length;
+    for (length += step; length !== lost && (await trial(length)); length += step) longest = length;
+    return { longestSurvivedMs: longest, firstLostMs: length, trialsPerLength };
   } finally {
     await l.process.stop();
     await relay.close();
@@ -157,6 +166,7 @@ export async function measureTimings(runs: number) {
   const client = await KubeClient.fromKubeconfigFile(cp.kubeconfigPath);
   const ctx: Ctx = { cp, client, logDir, leaders: [] };
   const rows = [];
+  const loadAtStart = loadavg()[0];
   try {
     await client.apply(
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
@@ -184,6 +194,8 @@ export async function measureTimings(runs: number) {
     rmSync(logDir, { recursive: true, force: true });
   }
   return {
+    // The machine is shared: its 1-minute load average at either end says how busy it was.
+    loadAverage: { atStart: loadAtStart, atEnd: loadavg()[0], cores: availableParallelism() },
     how: 'kvpool-store leaders as processes against a real apiserver and the wheel’s mooncake_master (no kubelet, Service or operator in the path). Hard kill: SIGKILL of the leader’s process group with a standby waiting, until the standby holds the Lease, and until its /readyz answers 200. Outage: a TCP relay between the leader and the apiserver refuses connections, or holds every byte (hang), for the given length at a random phase; survived means the same mooncake_master process still serves as the Lease holder afterwards. Lengths climb in steps of half a retry period (at least 125 ms).',
     rows,
   };
