@@ -99,8 +99,8 @@ export function guaranteedOutageMs(t: LeaseTimings, roundTripMs = 20): number {
 
 /**
  * The store leader's timing when a backend names none: rides out an API outage of at least 6 s
- * whatever the phase of its renewals (with half a second to spare), stands down a full second before
- * a standby may take over, and a hard-killed leader is replaced within about 8.5 s.
+ * whatever the phase of its renewals (6.75 s measured), stands down a full second before a standby
+ * may take over, and a hard-killed leader is replaced in about 8.8 s.
  * Measured in bench/results/failover.json; chosen in docs/decisions/0013-store-lease-timing.md.
  */
 export const storeLeaseDefaults: LeaseTimings = {
