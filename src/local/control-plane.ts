@@ -56,6 +56,8 @@ const controllerSet = [
   'root-ca-certificate-publisher-controller',
   'endpoints-controller',
   'endpointslice-controller',
+  // PodDisruptionBudget status, which the Eviction API decides on.
+  'disruption-controller',
 ];
 
 interface Files {

@@ -39,7 +39,9 @@ describe('the store is safe to run', () => {
     (
       await e.cluster.client.list<Pod>(
         { apiVersion: 'v1', kind: 'Pod', namespace: ns },
-        { labelSelector: `app.kubernetes.io/instance=mooncake-dram,app.kubernetes.io/component=${component}` },
+        {
+          labelSelector: `app.kubernetes.io/instance=mooncake-dram,app.kubernetes.io/component=${component}`,
+        },
       )
     ).items.filter((p) => !p.metadata.deletionTimestamp);
   const serving = async () => (await pods('leader')).find((p) => p.status?.containerStatuses?.[0]?.ready);
@@ -49,7 +51,9 @@ describe('the store is safe to run', () => {
         { apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', namespace: ns },
         { labelSelector: 'kubernetes.io/service-name=mooncake-dram-leader' },
       )
-    ).items.flatMap((s) => (s.endpoints ?? []).filter((p) => p.conditions?.ready).flatMap((p) => p.addresses));
+    ).items.flatMap((s) =>
+      (s.endpoints ?? []).filter((p) => p.conditions?.ready).flatMap((p) => p.addresses),
+    );
   const backendReady = () =>
     eventually(
       'mooncake-dram Ready with 16Gi',
@@ -104,10 +108,18 @@ describe('the store is safe to run', () => {
       await sleep(2000);
       sampling = false;
       await sampler;
-      console.log(`${kind} outage of 6 s: ${samples.length} samples, leader serving in ${samples.filter((s) => s.leader).length}`);
+      console.log(
+        `${kind} outage of 6 s: ${samples.length} samples, leader serving in ${samples.filter((s) => s.leader).length}`,
+      );
       assert.ok(samples.length > 40, `sampled every 100 ms (${samples.length})`);
-      assert.ok(samples.every((s) => s.leader), `${kind}: the same leader served throughout`);
-      assert.ok(samples.every((s) => s.others === 0), `${kind}: no other master served`);
+      assert.ok(
+        samples.every((s) => s.leader),
+        `${kind}: the same leader served throughout`,
+      );
+      assert.ok(
+        samples.every((s) => s.others === 0),
+        `${kind}: no other master served`,
+      );
       const [got] = await store(ip, [{ op: 'get', key: 'before-outage' }]);
       assert.ok(got && 'data' in got && got.data.toString() === 'kept', `${kind}: the key reads back`);
     }
@@ -130,7 +142,9 @@ describe('the store is safe to run', () => {
     } finally {
       e.cluster.cp.freezeApiserver(false);
     }
-    console.log(`API server frozen: the leader stopped its master after ${Math.round(stoppedAfterMs ?? -1)} ms`);
+    console.log(
+      `API server frozen: the leader stopped its master after ${Math.round(stoppedAfterMs ?? -1)} ms`,
+    );
     assert.ok(stoppedAfterMs !== undefined, 'the master stopped while the API server hung');
     await backendReady();
   });
@@ -143,7 +157,16 @@ describe('the store is safe to run', () => {
     const targets = [e.cluster.network.addressing.kubernetesServiceIp, e.cluster.hostAddress];
     // Drop, in the leader Pod's own network namespace, everything it sends to the API server.
     const iptables = (op: '-I' | '-D', target: string) =>
-      execFileSync('nsenter', [`--net=/proc/${pid}/ns/net`, 'iptables', op, 'OUTPUT', '-d', target, '-j', 'DROP']);
+      execFileSync('nsenter', [
+        `--net=/proc/${pid}/ns/net`,
+        'iptables',
+        op,
+        'OUTPUT',
+        '-d',
+        target,
+        '-j',
+        'DROP',
+      ]);
     const all = await pods('leader');
     const samples: { masters: number; endpoints: number }[] = [];
     for (const t of targets) iptables('-I', t);
@@ -151,7 +174,9 @@ describe('the store is safe to run', () => {
       const t0 = performance.now();
       let takenOver = false;
       while (performance.now() - t0 < 40_000) {
-        const masters = (await Promise.all(all.map((p) => masterServes(p.status!.podIP!)))).filter(Boolean).length;
+        const masters = (await Promise.all(all.map((p) => masterServes(p.status!.podIP!)))).filter(
+          Boolean,
+        ).length;
         const endpoints = (await readyEndpoints()).length;
         samples.push({ masters, endpoints });
         const now = await serving();
@@ -163,8 +188,14 @@ describe('the store is safe to run', () => {
         `leader cut off: ${samples.length} samples; at most ${Math.max(...samples.map((s) => s.masters))} master(s) and ${Math.max(...samples.map((s) => s.endpoints))} ready endpoint(s) at once`,
       );
       assert.ok(takenOver, 'a standby took over');
-      assert.ok(samples.every((s) => s.masters <= 1), 'never two masters serving');
-      assert.ok(samples.every((s) => s.endpoints <= 1), 'never two ready endpoints behind the leader Service');
+      assert.ok(
+        samples.every((s) => s.masters <= 1),
+        'never two masters serving',
+      );
+      assert.ok(
+        samples.every((s) => s.endpoints <= 1),
+        'never two ready endpoints behind the leader Service',
+      );
     } finally {
       for (const t of targets) iptables('-D', t);
     }
@@ -200,10 +231,15 @@ describe('the store is safe to run', () => {
     const sampler = (async () => {
       while (sampling) {
         const b = await e.cluster.client
-          .get<KVCacheBackend>({ apiVersion: 'worker.gpustack.ai/v1', kind: 'KVCacheBackend', name: 'mooncake-dram' })
+          .get<KVCacheBackend>({
+            apiVersion: 'worker.gpustack.ai/v1',
+            kind: 'KVCacheBackend',
+            name: 'mooncake-dram',
+          })
           .catch(() => undefined);
         const total = b?.status?.capacity?.total;
-        if (total !== undefined) capacities.push(total === '16Gi' ? 16 : total === '8Gi' ? 8 : Number.parseFloat(total));
+        if (total !== undefined)
+          capacities.push(total === '16Gi' ? 16 : total === '8Gi' ? 8 : Number.parseFloat(String(total)));
         await sleep(100);
       }
     })();
@@ -234,7 +270,10 @@ describe('the store is safe to run', () => {
     const leaderNow = (await serving())!.status!.podIP!;
     for (const key of kept) {
       const [got] = await store(leaderNow, [{ op: 'get', key }]);
-      assert.ok(got && 'data' in got && got.data.toString() === `value of ${key}`, `${key} on the unrolled member`);
+      assert.ok(
+        got && 'data' in got && got.data.toString() === `value of ${key}`,
+        `${key} on the unrolled member`,
+      );
     }
     await eventually(
       'both members on the new image and the backend Ready with 16Gi',
@@ -245,7 +284,9 @@ describe('the store is safe to run', () => {
           kind: 'KVCacheBackend',
           name: 'mooncake-dram',
         });
-        return now.length === 2 && now.every((m) => !oldUids.has(m.metadata.uid)) && b.status?.capacity?.total === '16Gi'
+        return now.length === 2 &&
+          now.every((m) => !oldUids.has(m.metadata.uid)) &&
+          b.status?.capacity?.total === '16Gi'
           ? true
           : undefined;
       },
@@ -253,7 +294,9 @@ describe('the store is safe to run', () => {
     );
     sampling = false;
     await sampler;
-    console.log(`member roll: ${capacities.length} capacity samples, lowest ${Math.min(...capacities)}Gi; ${kept.length} keys on the unrolled member read back`);
+    console.log(
+      `member roll: ${capacities.length} capacity samples, lowest ${Math.min(...capacities)}Gi; ${kept.length} keys on the unrolled member read back`,
+    );
     assert.ok(capacities.length > 10);
     assert.ok(Math.min(...capacities) > 0, 'capacity never dropped to zero');
   });
