@@ -1,32 +1,13 @@
-// The shape of any Kubernetes object as the API serves it in JSON (timestamps stay strings).
+// Kubernetes objects as the API serves them in JSON (timestamps stay strings). The kinds themselves
+// are kubernetes-types'; KubeObject<T> is one of them as read from or sent to the apiserver, where
+// apiVersion, kind and metadata are always present.
+import type { ObjectMeta } from 'kubernetes-types/meta/v1.js';
 
-export interface OwnerReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  uid: string;
-  controller?: boolean;
-  blockOwnerDeletion?: boolean;
-}
+export type { ObjectMeta, OwnerReference } from 'kubernetes-types/meta/v1.js';
 
-export interface ObjectMeta {
-  name?: string;
-  generateName?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  creationTimestamp?: string;
-  deletionTimestamp?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  ownerReferences?: OwnerReference[];
-  managedFields?: unknown[];
-}
-
-export interface KubeObject {
+/** Any object (`KubeObject`), or one kind of them (`KubeObject<Pod>`, `KubeObject<Deployment>`). */
+export type KubeObject<T extends object = object> = T & {
   apiVersion: string;
   kind: string;
   metadata: ObjectMeta;
-}
+};

@@ -17,7 +17,7 @@ const podSpec = (o: KubeObject): Loose => spec(o).template.spec;
 
 function render(change: (b: KVCacheBackend) => void = () => {}): RenderedBackend {
   const b = backend();
-  b.metadata.uid = 'uid-1';
+  b.metadata = { ...b.metadata, uid: 'uid-1' };
   change(b);
   return renderBackend(b, ctx);
 }
@@ -67,7 +67,7 @@ describe('accounts', () => {
 
   it('include the Lease, created by the operator, naming the Pods asked not to lead', () => {
     const b = backend();
-    b.metadata.uid = 'uid-1';
+    b.metadata = { ...b.metadata, uid: 'uid-1' };
     const leaderStepDown = ['mooncake-dram-leader-a', 'mooncake-dram-leader-b'];
     const lease = renderBackend(b, { ...ctx, leaderStepDown }).lease!;
     assert.deepEqual(lease.metadata.annotations, {
