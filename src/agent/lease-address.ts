@@ -1,7 +1,8 @@
 // Lease references: `<namespace>/<name>` (the leader's --lease) and `k8s://<namespace>/<name>` (a
 // member's MOONCAKE_MASTER when members address the leader by Lease); the holder is `host:port`.
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { KubeClient } from '../kube/client.ts';
-import type { Lease } from '../kube/leader-election.ts';
+import type { KubeObject } from '../kube/object.ts';
 
 export interface LeaseRef {
   namespace: string;
@@ -30,6 +31,6 @@ export function leaseObjectRef(ref: LeaseRef) {
 
 /** The Lease's holder identity; '' when nobody holds it or the Lease does not exist yet. */
 export async function readLeaseHolder(client: KubeClient, ref: LeaseRef): Promise<string> {
-  const lease = await client.find<Lease>(leaseObjectRef(ref));
+  const lease = await client.find<KubeObject<Lease>>(leaseObjectRef(ref));
   return lease?.spec?.holderIdentity ?? '';
 }

@@ -8,6 +8,7 @@ import type https from 'node:https';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import type { ListMeta } from 'kubernetes-types/meta/v1.js';
 import { Agent, type Dispatcher, request } from 'undici';
 import { parse } from 'yaml';
 import { ApiError } from './errors.ts';
@@ -18,8 +19,9 @@ import { TokenFile } from './token-file.ts';
 
 export type { KubeObject };
 
+/** A list of one kind, as a collection's GET serves it. */
 export interface ObjectList<T = KubeObject> {
-  metadata: { resourceVersion?: string; continue?: string };
+  metadata: ListMeta;
   items: T[];
 }
 

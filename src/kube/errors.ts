@@ -1,10 +1,5 @@
 // Typed errors from the API server's Status responses.
-
-export interface StatusCause {
-  reason?: string;
-  message?: string;
-  field?: string;
-}
+import type { Status, StatusCause } from 'kubernetes-types/meta/v1.js';
 
 export class ApiError extends Error {
   readonly status: number;
@@ -21,11 +16,7 @@ export class ApiError extends Error {
 
   static fromResponse(status: number, body: string, what: string): ApiError {
     try {
-      const s = JSON.parse(body) as {
-        reason?: string;
-        message?: string;
-        details?: { causes?: StatusCause[] };
-      };
+      const s = JSON.parse(body) as Status;
       return new ApiError(
         status,
         s.reason ?? 'Unknown',

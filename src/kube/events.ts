@@ -1,12 +1,11 @@
 // Kubernetes Events about objects (core/v1), repeated ones folded into a count as kubectl shows them.
 
+import type { Event } from 'kubernetes-types/core/v1.js';
 import type { KubeClient } from './client.ts';
 import { ApiError } from './errors.ts';
 import { log } from './log.ts';
 import type { KubeObject } from './object.ts';
 import { apiTime } from './time.ts';
-
-type Event = KubeObject & { count?: number; lastTimestamp?: string };
 
 export class EventRecorder {
   private readonly client: KubeClient;
@@ -46,7 +45,7 @@ export class EventRecorder {
         }
         this.recent.delete(key);
       }
-      const created = await this.client.create<Event>({
+      const created = await this.client.create<KubeObject<Event>>({
         apiVersion: 'v1',
         kind: 'Event',
         metadata: { generateName: `${obj.metadata.name}.`, namespace },
@@ -66,7 +65,7 @@ export class EventRecorder {
         firstTimestamp: now,
         lastTimestamp: now,
         count: 1,
-      } as Event);
+      });
       if (this.recent.size > 1000) this.recent.clear();
       this.recent.set(key, { name: created.metadata.name!, namespace, count: 1 });
     } catch (err) {

@@ -2,6 +2,7 @@
 // relists on 410 Gone, retries every error with jittered backoff, re-delivers the cache periodically
 // (resync), and reports its health. It never stops on its own: only stop() ends it.
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Status } from 'kubernetes-types/meta/v1.js';
 import type { KubeClient, ObjectList } from './client.ts';
 import { ApiError } from './errors.ts';
 import { log } from './log.ts';
@@ -36,16 +37,26 @@ export interface InformerHealth {
   lastError: string | undefined;
 }
 
+/** What a process needs of an informer of any kind to run it: its lifecycle and whether it synced. */
+export interface RunnableInformer {
+  readonly kind: string;
+  start(): void;
+  stop(): Promise<void>;
+  hasSynced(): boolean;
+  waitForSync(): Promise<void>;
+  health(): InformerHealth;
+}
+
 export function objectKey(obj: KubeObject): string {
   return obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name!;
 }
 
-interface WatchEvent<T> {
-  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
-  object: T;
-}
+/** A meta/v1 WatchEvent with its object decoded: one of the watched kind, or a Status on ERROR. */
+type WatchEvent<T> =
+  | { type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK'; object: T }
+  | { type: 'ERROR'; object: Status };
 
-export class Informer<T extends KubeObject = KubeObject> {
+export class Informer<T extends KubeObject = KubeObject> implements RunnableInformer {
   private readonly client: KubeClient;
   private readonly options: InformerOptions<T>;
   private readonly cache = new Map<string, T>();
@@ -247,7 +258,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   private apply(event: WatchEvent<T>): void {
     this.healthState.lastEventAt = Date.now();
     if (event.type === 'ERROR') {
-      const status = event.object as unknown as { code?: number; reason?: string; message?: string };
+      const status = event.object;
       throw new ApiError(status.code ?? 500, status.reason ?? 'Unknown', status.message ?? 'watch error');
     }
     this.resourceVersion = event.object.metadata.resourceVersion;

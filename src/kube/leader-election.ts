@@ -6,6 +6,7 @@
 // renewal starts every retry period even while an older one hangs. A renewal is one JSON patch that
 // tests the leader's own term. Timing rules: lease-timing.ts.
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { KubeClient } from './client.ts';
 import { ApiError } from './errors.ts';
 import {
@@ -22,22 +23,12 @@ import { log } from './log.ts';
 import type { KubeObject } from './object.ts';
 import { microTime } from './time.ts';
 
-export interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions?: number;
-}
-
-export type Lease = KubeObject & { spec?: LeaseSpec };
-
 export interface LeaderElectionOptions extends Partial<LeaseTimings> {
   namespace: string;
   name: string;
   identity: string;
   /** Whether the Lease asks this candidate to step down: a leader ends its term, a candidate waits. */
-  askedToStepDown?: (lease: Lease) => boolean;
+  askedToStepDown?: (lease: KubeObject<Lease>) => boolean;
 }
 
 /** How a term ended: renewals failed until the deadline, another holder, asked to step down, or stop(). */
@@ -59,7 +50,7 @@ const releaseBudgetMs = 2000;
 export const stepDownAnnotation = 'kvcache.gpustack.ai/step-down';
 
 /** Whether `lease` asks the candidate running in Pod `podName` to step down (or stay down). */
-export function asksToStepDown(lease: Lease, podName: string | undefined): boolean {
+export function asksToStepDown(lease: KubeObject<Lease>, podName: string | undefined): boolean {
   const named = lease.metadata.annotations?.[stepDownAnnotation]?.split(',') ?? [];
   return Boolean(podName) && named.includes(podName!);
 }
@@ -71,7 +62,7 @@ export class LeaderElector {
   private readonly stopping = new AbortController();
   private readonly inFlight = new Set<Promise<Outcome>>();
   private observed: { record: string; at: number } | undefined;
-  private lease: Lease | undefined;
+  private lease: KubeObject<Lease> | undefined;
   private holder: string | undefined;
   private asked = false;
   private leading = false;
@@ -230,32 +221,41 @@ export class LeaderElector {
     return `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${name}`;
   }
 
-  private async find(signal: AbortSignal): Promise<Lease | undefined> {
+  private async find(signal: AbortSignal): Promise<KubeObject<Lease> | undefined> {
     try {
-      return await this.client.request<Lease>('GET', this.path, { signal });
+      return await this.client.request<KubeObject<Lease>>('GET', this.path, { signal });
     } catch (err) {
       if (err instanceof ApiError && err.isNotFound) return undefined;
       throw err;
     }
   }
 
-  private write(method: 'PUT' | 'POST', lease: Lease, signal: AbortSignal): Promise<Lease> {
+  private write(
+    method: 'PUT' | 'POST',
+    lease: KubeObject<Lease>,
+    signal: AbortSignal,
+  ): Promise<KubeObject<Lease>> {
     const path = method === 'PUT' ? this.path : this.path.slice(0, this.path.lastIndexOf('/'));
-    return this.client.request<Lease>(method, path, { body: lease, signal });
+    return this.client.request<KubeObject<Lease>>(method, path, { body: lease, signal });
   }
 
   /**
    * A renewal in one request that holds only while this leader's term does (the holder and acquire
    * time it wrote), whatever else changed meanwhile: an annotation, or a late copy of an earlier renewal.
    */
-  private renew(lease: Lease, now: string, seconds: number, signal: AbortSignal): Promise<Lease> {
+  private renew(
+    lease: KubeObject<Lease>,
+    now: string,
+    seconds: number,
+    signal: AbortSignal,
+  ): Promise<KubeObject<Lease>> {
     const ops = [
       { op: 'test', path: '/spec/holderIdentity', value: this.options.identity },
       { op: 'test', path: '/spec/acquireTime', value: lease.spec?.acquireTime },
       { op: 'add', path: '/spec/renewTime', value: now },
       { op: 'add', path: '/spec/leaseDurationSeconds', value: seconds },
     ];
-    return this.client.request<Lease>('PATCH', this.path, {
+    return this.client.request<KubeObject<Lease>>('PATCH', this.path, {
       body: ops,
       contentType: 'application/json-patch+json',
       signal,
@@ -346,7 +346,7 @@ export class LeaderElector {
     return this.took(taken);
   }
 
-  private took(lease: Lease): Outcome {
+  private took(lease: KubeObject<Lease>): Outcome {
     this.lease = lease;
     this.holder = this.options.identity;
     this.asked = this.options.askedToStepDown?.(lease) ?? false;

@@ -7,11 +7,10 @@
 import type { KubeClient } from './client.ts';
 import type { Controller } from './controller.ts';
 import { HealthServer } from './health-server.ts';
-import type { Informer } from './informer.ts';
+import type { RunnableInformer } from './informer.ts';
 import { LeaderElector } from './leader-election.ts';
 import { log } from './log.ts';
 import { leaderGauge } from './metrics.ts';
-import type { KubeObject } from './object.ts';
 import { WebhookServing, type WebhookServingOptions } from './webhook-serving.ts';
 
 export interface ManagerOptions {
@@ -33,7 +32,7 @@ export interface ManagerOptions {
 
 export class Manager {
   private readonly options: ManagerOptions;
-  private readonly informers: Informer<KubeObject>[] = [];
+  private readonly informers: RunnableInformer[] = [];
   private readonly controllers: Controller[] = [];
   private readonly health = new HealthServer();
   private elector: LeaderElector | undefined;
@@ -52,8 +51,8 @@ export class Manager {
     return this.webhooks?.port;
   }
 
-  addInformer<T extends KubeObject>(informer: Informer<T>): Informer<T> {
-    this.informers.push(informer as unknown as Informer<KubeObject>);
+  addInformer<T extends RunnableInformer>(informer: T): T {
+    this.informers.push(informer);
     return informer;
   }
 

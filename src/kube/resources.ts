@@ -1,4 +1,5 @@
 // Maps apiVersion/kind to REST paths through API discovery, cached per group version.
+import type { APIResource, APIResourceList } from 'kubernetes-types/meta/v1.js';
 
 export interface ObjectRef {
   apiVersion: string;
@@ -7,14 +8,8 @@ export interface ObjectRef {
   namespace?: string;
 }
 
-interface ApiResource {
-  name: string;
-  kind: string;
-  namespaced: boolean;
-}
-
 export class ResourceResolver {
-  private readonly cache = new Map<string, Promise<ApiResource[]>>();
+  private readonly cache = new Map<string, Promise<APIResource[]>>();
   private readonly fetchJson: (path: string) => Promise<unknown>;
 
   constructor(fetchJson: (path: string) => Promise<unknown>) {
@@ -25,11 +20,9 @@ export class ResourceResolver {
     return apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
   }
 
-  async resourceFor(apiVersion: string, kind: string): Promise<ApiResource> {
+  async resourceFor(apiVersion: string, kind: string): Promise<APIResource> {
     const find = async () =>
-      (await this.load(apiVersion)).find((r) => r.kind === kind && !r.name.includes('/')) as
-        | ApiResource
-        | undefined;
+      (await this.load(apiVersion)).find((r) => r.kind === kind && !r.name.includes('/'));
     let found = await find();
     if (!found) {
       // A CRD installed after the first look-up: discover again once.
@@ -41,11 +34,11 @@ export class ResourceResolver {
     return found;
   }
 
-  private load(apiVersion: string): Promise<ApiResource[]> {
+  private load(apiVersion: string): Promise<APIResource[]> {
     let entry = this.cache.get(apiVersion);
     if (!entry) {
       entry = this.fetchJson(this.groupVersionPath(apiVersion)).then(
-        (list) => (list as { resources: ApiResource[] }).resources,
+        (list) => (list as APIResourceList).resources,
         () => [],
       );
       this.cache.set(apiVersion, entry);

@@ -3,6 +3,11 @@
 // they expire (a new CA in two steps, see cert-rotation.ts) and patches the CA bundle into the webhook
 // configurations; every other replica only reads the Secret (load) and picks up a new pair without a
 // restart. With `external` (cert-manager) nobody here writes: the Secret is only read.
+import type {
+  MutatingWebhookConfiguration,
+  ValidatingWebhookConfiguration,
+} from 'kubernetes-types/admissionregistration/v1.js';
+import type { Secret } from 'kubernetes-types/core/v1.js';
 import { planRotation } from './cert-rotation.ts';
 import type { KubeClient } from './client.ts';
 import { ApiError } from './errors.ts';
@@ -15,11 +20,6 @@ import {
   loadCertificateAuthority,
 } from './pki.ts';
 import type { ServingCertificate } from './webhook-server.ts';
-
-type Secret = KubeObject & { type?: string; data?: Record<string, string> };
-type WebhookConfiguration = KubeObject & {
-  webhooks?: { name: string; clientConfig: { caBundle?: string } }[];
-};
 
 export interface WebhookCertOptions {
   namespace: string;
@@ -88,7 +88,7 @@ export class WebhookCertificates {
    */
   async load(): Promise<boolean> {
     const before = this.current?.tlsCert;
-    const secret = await this.client.find<Secret>(this.secretRef());
+    const secret = await this.client.find<KubeObject<Secret>>(this.secretRef());
     const bundle = secret && this.decode(secret);
     if (bundle) this.current = bundle;
     return this.current !== undefined && before !== this.current.tlsCert;
@@ -103,7 +103,7 @@ export class WebhookCertificates {
     if (this.options.external) return this.load();
     const before = this.current?.tlsCert;
     for (let attempt = 0; attempt < 5; attempt++) {
-      const secret = await this.client.find<Secret>(this.secretRef());
+      const secret = await this.client.find<KubeObject<Secret>>(this.secretRef());
       let bundle = secret ? this.decode(secret) : undefined;
       const renewed = await this.renewIfDue(bundle, now);
       if (renewed) {
@@ -133,7 +133,7 @@ export class WebhookCertificates {
     };
   }
 
-  private decode(secret: Secret): Bundle | undefined {
+  private decode(secret: KubeObject<Secret>): Bundle | undefined {
     const d = secret.data ?? {};
     const caCert = unb64(d['ca.crt']);
     const caKey = unb64(d['ca.key']);
@@ -214,7 +214,7 @@ export class WebhookCertificates {
     };
   }
 
-  private async write(existing: Secret | undefined, bundle: Bundle): Promise<void> {
+  private async write(existing: KubeObject<Secret> | undefined, bundle: Bundle): Promise<void> {
     const data: Record<string, string> = {
       'ca.crt': b64(bundle.caCert),
       'ca.key': b64(bundle.caKey),
@@ -229,8 +229,9 @@ export class WebhookCertificates {
           }
         : {}),
     };
-    const body: Secret = {
-      ...this.secretRef(),
+    const body: KubeObject<Secret> = {
+      apiVersion: 'v1',
+      kind: 'Secret',
       metadata: {
         name: this.options.secretName,
         namespace: this.options.namespace,
@@ -255,7 +256,10 @@ export class WebhookCertificates {
     ];
     for (const t of targets) {
       const ref = { apiVersion: 'admissionregistration.k8s.io/v1', kind: t.kind, name: t.name };
-      const config = await this.client.find<WebhookConfiguration>(ref);
+      const config =
+        await this.client.find<KubeObject<ValidatingWebhookConfiguration | MutatingWebhookConfiguration>>(
+          ref,
+        );
       if (!config?.webhooks?.length) continue;
       const ops = config.webhooks.flatMap((w, i) =>
         w.clientConfig.caBundle === caBundle

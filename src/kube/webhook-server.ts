@@ -3,10 +3,12 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
+import type { UserInfo } from 'kubernetes-types/authentication/v1.js';
 import { closeServer, listen } from './listen.ts';
 import { log } from './log.ts';
 import type { KubeObject } from './object.ts';
 
+/** admission.k8s.io/v1 AdmissionRequest (kubernetes-types serves no admission group). */
 export interface AdmissionRequest<T = KubeObject> {
   uid: string;
   kind: { group: string; version: string; kind: string };
@@ -15,7 +17,7 @@ export interface AdmissionRequest<T = KubeObject> {
   name?: string;
   namespace?: string;
   operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
-  userInfo?: { username?: string; groups?: string[] };
+  userInfo?: UserInfo;
   object?: T;
   oldObject?: T;
   dryRun?: boolean;

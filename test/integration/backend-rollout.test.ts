@@ -5,8 +5,8 @@
 // end-to-end tests run the same rollout with the real store.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { KVCacheBackend } from '../../src/api/types.ts';
-import type { Lease } from '../../src/kube/leader-election.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { ensureNamespace, until } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
@@ -46,7 +46,7 @@ describe('a two-node backend with three leader replicas', () => {
         (e: { status?: number }) => e.status ?? 0,
       );
   const holderPod = async () => {
-    const lease = await cluster.client.get<Lease>({
+    const lease = await cluster.client.get<KubeObject<Lease>>({
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       namespace: ns,
@@ -187,7 +187,7 @@ describe('a two-node backend with three leader replicas', () => {
     assert.equal(writer.holders.length - before.holders, 1, 'one handover');
     const newLeader = writer.holders.at(-1)!;
     assert.notEqual(newLeader, before.leader);
-    const lease = await cluster.client.get<Lease>({
+    const lease = await cluster.client.get<KubeObject<Lease>>({
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       namespace: ns,

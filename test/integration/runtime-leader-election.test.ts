@@ -7,8 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { KubeClient } from '../../src/kube/client.ts';
-import type { Lease } from '../../src/kube/leader-election.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
 import type { ManagedProcess } from '../../src/local/processes.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
 import { uniqueName } from '../support/cluster.ts';
@@ -38,7 +39,7 @@ describe('operator leader election', () => {
       .get(id)!;
   const holder = async () =>
     (
-      await client.find<Lease>({
+      await client.find<KubeObject<Lease>>({
         apiVersion: 'coordination.k8s.io/v1',
         kind: 'Lease',
         namespace: ns,
@@ -75,7 +76,7 @@ describe('operator leader election', () => {
       await sleep(retryPeriodMs / 2);
       assert.equal(await holder(), first, 'leadership does not flap while both run');
     }
-    const lease = await client.get<Lease>({
+    const lease = await client.get<KubeObject<Lease>>({
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       namespace: ns,

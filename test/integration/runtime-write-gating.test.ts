@@ -4,8 +4,8 @@
 // start only on the leader: runtime-leader-election.test.ts.)
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
-import type { Lease } from '../../src/kube/leader-election.ts';
 import { awaitAdmissionInForce } from '../../src/local/admission-in-force.ts';
 import { validatingConfigurationName } from '../../src/webhooks/configuration.ts';
 import { until } from '../support/cluster.ts';
@@ -30,7 +30,7 @@ describe('writes gated by leadership', () => {
 
   const holder = async () =>
     (
-      await admin.find<Lease>({
+      await admin.find<KubeObject<Lease>>({
         apiVersion: 'coordination.k8s.io/v1',
         kind: 'Lease',
         namespace: ns,

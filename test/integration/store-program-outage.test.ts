@@ -8,9 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { KubeClient } from '../../src/kube/client.ts';
-import type { Lease } from '../../src/kube/leader-election.ts';
 import { leaseTimingFlags, storeLeaseDefaults as timings } from '../../src/kube/lease-timing.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
 import type { ManagedProcess } from '../../src/local/processes.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
 import { ApiRelay, type RelayMode } from '../support/api-relay.ts';
@@ -81,7 +82,7 @@ async function masterServing(leader: StoreLeader): Promise<boolean> {
   }
 }
 
-const leaseOf = (lease: string) => client.get<Lease>(leaseRef(ns, lease));
+const leaseOf = (lease: string) => client.get<KubeObject<Lease>>(leaseRef(ns, lease));
 
 before(async () => {
   client = await testClient();

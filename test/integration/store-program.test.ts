@@ -8,9 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import { emptyPolicy } from '../../src/agent/tenant-policy-seed.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
-import type { Lease } from '../../src/kube/leader-election.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
 import type { ManagedProcess } from '../../src/local/processes.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
 import { ensureNamespace, testClient, uniqueName } from '../support/cluster.ts';
@@ -313,7 +314,7 @@ describe('tenant policy seeding', () => {
     assert.notEqual(exit.code, 0);
     assert.equal(await adminAnswers(leader), false, 'no master was started');
     // Only a winner creates the Lease; a released one names no holder.
-    const held = await client.get<Lease>(leaseRef(ns, lease));
+    const held = await client.get<KubeObject<Lease>>(leaseRef(ns, lease));
     assert.equal(held.spec?.holderIdentity, '', 'it won the Lease, then released it');
   });
 });

@@ -1,6 +1,7 @@
 // Every holder a Lease passes through, with when it was seen (a watch, so no brief state is missed).
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { KubeClient } from '../../src/kube/client.ts';
-import type { Lease } from '../../src/kube/leader-election.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
 import { microTime } from '../../src/kube/time.ts';
 import { waitFor } from '../../src/local/wait-for.ts';
 
@@ -56,12 +57,12 @@ export class LeaseRecorder {
       for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
         const line = buffered.slice(0, nl).trim();
         buffered = buffered.slice(nl + 1);
-        if (line) this.see((JSON.parse(line) as { object: Lease }).object);
+        if (line) this.see((JSON.parse(line) as { object: KubeObject<Lease> }).object);
       }
     }
   }
 
-  private see(lease: Lease): void {
+  private see(lease: KubeObject<Lease>): void {
     const holder = lease.spec?.holderIdentity ?? '';
     if (holder !== this.holder) this.sightings.push({ holder, at: performance.now() });
   }
@@ -71,9 +72,9 @@ export class LeaseRecorder {
 export async function takeLease(client: KubeClient, namespace: string, name: string, holder: string) {
   await waitFor(
     async () => {
-      const lease = await client.get<Lease>(leaseRef(namespace, name));
+      const lease = await client.get<KubeObject<Lease>>(leaseRef(namespace, name));
       const now = microTime();
-      await client.replace<Lease>({
+      await client.replace<KubeObject<Lease>>({
         ...lease,
         spec: { ...lease.spec, holderIdentity: holder, renewTime: now, acquireTime: now },
       });

@@ -4,8 +4,9 @@
 // terminating Pod finishes at once. As the leaders' kvpool-store would, it keeps one running leader
 // Pod as the Lease holder (the only Ready leader) and hands the Lease over when the Lease asks that Pod
 // to step down. The store's own side of that is tested with real processes elsewhere.
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
-import { type Lease, stepDownAnnotation } from '../../src/kube/leader-election.ts';
+import { stepDownAnnotation } from '../../src/kube/leader-election.ts';
 import { microTime } from '../../src/kube/time.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: test-only access to Pod fields
@@ -151,7 +152,7 @@ export class PodStatusWriter {
   /** Keeps one running leader Pod as the holder, handing over when asked; returns its name. */
   private async holdLease(pods: Pod[]): Promise<string | undefined> {
     const ref = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: this.ns, name: this.lease };
-    const lease = await this.client.find<Lease>(ref);
+    const lease = await this.client.find<KubeObject<Lease>>(ref);
     if (!lease) return undefined;
     const byIp = (ip: string | undefined) => pods.find((p) => p.status?.podIP && p.status.podIP === ip);
     const current = byIp(lease.spec?.holderIdentity?.split(':')[0]);
@@ -179,7 +180,7 @@ export class PodStatusWriter {
           renewTime: now,
         }
       : { holderIdentity: '', renewTime: now };
-    await this.client.replace<Lease>({ ...lease, spec: { ...lease.spec, ...spec } });
+    await this.client.replace<KubeObject<Lease>>({ ...lease, spec: { ...lease.spec, ...spec } });
     if (next) this.holders.push(next.metadata.name!);
     return next?.metadata.name;
   }

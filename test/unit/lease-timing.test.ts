@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { asksToStepDown, type Lease, stepDownAnnotation } from '../../src/kube/leader-election.ts';
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
+import { asksToStepDown, stepDownAnnotation } from '../../src/kube/leader-election.ts';
 import {
   attemptBudgetMs,
   guaranteedOutageMs,
@@ -13,6 +14,7 @@ import {
   nextRenewalDelayMs,
   standDownAt,
 } from '../../src/kube/lease-timing.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
 
 const t: LeaseTimings = { leaseDurationMs: 8000, renewDeadlineMs: 7000, retryPeriodMs: 250 };
 
@@ -108,7 +110,7 @@ describe('the step-down annotation', () => {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: { name: 'l', annotations: names === undefined ? {} : { [stepDownAnnotation]: names } },
-    }) as Lease;
+    }) as KubeObject<Lease>;
 
   it('names Pods in a comma-separated list, whole names only', () => {
     assert.equal(asksToStepDown(lease('leader-a,leader-b'), 'leader-b'), true);
