@@ -1,5 +1,6 @@
 // One role of a ModelDeployment (ModelDeployment spec §1.2): rendered as a Deployment `<md>-<role>`
 // and a Service of the same name (docs/decisions/0008).
+import type { Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
 import {
   AtomicList,
   dns1123Label,
@@ -144,7 +145,11 @@ const Role = Type.Object({
   ),
   additionalVolumes: Type.Optional(
     AtomicList(
-      Type.Unsafe<Record<string, unknown>>({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true }),
+      // Kept as written (the apiserver validates the volume when the Deployment is applied).
+      Type.Unsafe<Volume & Partial<Pick<VolumeMount, 'mountPath' | 'readOnly' | 'subPath'>>>({
+        type: 'object',
+        'x-kubernetes-preserve-unknown-fields': true,
+      }),
       32,
       {
         description:

@@ -1,5 +1,5 @@
 // Env lists as the injection edits them: owned entries overwrite in place, defaulted ones yield to the user.
-import type { EnvVar, Volume, VolumeMount } from './types.ts';
+import type { EnvVar, Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
 
 /** `env` with each of `owned` written over the user's entry of that name (in place), or appended. */
 export function overwriteEnv(env: readonly EnvVar[], owned: readonly EnvVar[]): EnvVar[] {

@@ -1,17 +1,15 @@
 // injectCache: attach one engine container to a shared cache. Used by the ModelDeployment renderer
 // and the Pod injection webhook alike, so both write exactly the same keys (KV-cache spec §6.2).
+import type { Container, EnvVar, Volume } from 'kubernetes-types/core/v1.js';
 import { defaultEnv, overwriteEnv, replaceMount, replaceVolume } from './env.ts';
 import {
   type CacheConnection,
-  type Container,
   type EngineFamily,
   type EngineRole,
-  type EnvVar,
   engineEntryPoints,
   type InjectionRecord,
   injectedAnnotation,
   isVllmFamily,
-  type Volume,
 } from './types.ts';
 import { cacheShapeFlags, environmentVehicle, fileVehicle, type VehiclePlan } from './vehicles.ts';
 

@@ -1,5 +1,5 @@
-// The shapes the injection renderer reads and writes: a core/v1 subset as plain JSON, and the cache a
-// container is attached to. KV-cache spec §6.
+// The cache a container is attached to and the record of an injection (KV-cache spec §6); the
+// containers, env, volumes and mounts it edits are kubernetes-types' core/v1 kinds.
 
 export type EngineFamily = 'vllm' | 'vllm-ascend' | 'sglang';
 export type EngineRole = 'Prefill' | 'Decode';
@@ -15,34 +15,6 @@ export interface CacheConnection {
   protocol: string;
   /** False when the pool reports no tenant ledger: the domain is then not written as a tenant. */
   tenantInjected: boolean;
-}
-
-export interface EnvVar {
-  name: string;
-  value?: string;
-  valueFrom?: Record<string, unknown>;
-}
-
-export interface VolumeMount {
-  name: string;
-  mountPath: string;
-  readOnly?: boolean;
-  subPath?: string;
-}
-
-export interface Volume {
-  name: string;
-  [source: string]: unknown;
-}
-
-export interface Container {
-  name: string;
-  image?: string;
-  command?: string[];
-  args?: string[];
-  env?: EnvVar[];
-  volumeMounts?: VolumeMount[];
-  [field: string]: unknown;
 }
 
 /** The JSON written to the `kvcache.gpustack.ai/injected` annotation. */

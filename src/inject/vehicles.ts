@@ -1,5 +1,6 @@
 // The two ways an engine learns where its cache is: a mounted client-config file (vLLM family) or
 // environment variables (SGLang). KV-cache spec §6.2.
+import type { EnvVar, Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
 import { hasFlag } from './owned-keys.ts';
 import {
   type CacheConnection,
@@ -9,9 +10,6 @@ import {
   configVolumeName,
   type EngineFamily,
   type EngineRole,
-  type EnvVar,
-  type Volume,
-  type VolumeMount,
 } from './types.ts';
 
 /** What one vehicle adds to a container and its Pod. */

@@ -9,7 +9,12 @@ import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';
 import { judgeConfirmingRefusals, resolveBinding } from './lookup.ts';
 import { validateModelDeployment } from './modeldeployment-rules.ts';
-import { frozenKeyRefusal, type PodLike, planPodInjection, podAnnotations } from './pod-injection-rules.ts';
+import {
+  type AdmittedPod,
+  frozenKeyRefusal,
+  planPodInjection,
+  podAnnotations,
+} from './pod-injection-rules.ts';
 
 export const modelDeploymentHook: HookSpec = {
   name: 'modeldeployments.worker.gpustack.ai',
@@ -79,7 +84,7 @@ export function modelDeploymentAdmission(ctx: OperatorContext, i: DeploymentInfo
 
 export function podInjectionAdmission(ctx: OperatorContext, i: DeploymentInformers): AdmissionHandler {
   return async (req) => {
-    const pod = req.object as unknown as PodLike;
+    const pod = req.object as unknown as AdmittedPod;
     if (pod.metadata.labels?.[injectLabel] !== 'true') return allow();
     const ns = req.namespace ?? pod.metadata.namespace ?? 'default';
     const name = pod.metadata.annotations?.[podAnnotations.binding];
@@ -98,6 +103,9 @@ export function podInjectionAdmission(ctx: OperatorContext, i: DeploymentInforme
 }
 
 export const podFreezeAdmission: AdmissionHandler = (req) => {
-  const refusal = frozenKeyRefusal(req.oldObject as unknown as PodLike, req.object as unknown as PodLike);
+  const refusal = frozenKeyRefusal(
+    req.oldObject as unknown as AdmittedPod,
+    req.object as unknown as AdmittedPod,
+  );
   return refusal ? deny(refusal) : allow();
 };

@@ -4,11 +4,11 @@
 // changed the Pod) is left as it is, once its injection proves to be what would be written now.
 // Pure: the handler passes the Binding, pool and backend it found.
 import { isDeepStrictEqual } from 'node:util';
+import type { Container } from 'kubernetes-types/core/v1.js';
 import { type InjectOutput, injectCache } from '../inject/inject.ts';
 import { argsForwardedAnnotation, recogniseLaunch } from '../inject/launch.ts';
 import { findOwnedKeyRefusals } from '../inject/owned-keys.ts';
 import {
-  type Container,
   clientConfigAnnotation,
   configMountPath,
   configVolumeName,
@@ -18,13 +18,13 @@ import {
 import type { JsonPatchOp } from '../kube/webhook-server.ts';
 import { stripInjection } from './pod-injection-strip.ts';
 import {
+  type AdmittedPod,
   ascendMismatch,
   connect,
   contractPrefix,
   engineOf,
   no,
   type PodInjectionContext,
-  type PodLike,
   type PodVerdict,
   pickContainer,
   podAnnotations,
@@ -32,9 +32,9 @@ import {
 } from './pod-injection-target.ts';
 
 export {
+  type AdmittedPod,
   ascendMismatch,
   type PodInjectionContext,
-  type PodLike,
   type PodVerdict,
   podAnnotations,
 } from './pod-injection-target.ts';
@@ -42,7 +42,7 @@ export {
 type Attached = { ok: true; index: number; out: InjectOutput } | { ok: false; message: string };
 
 /** Every check of the contract on a Pod without the webhook's own keys, then the injection itself. */
-function attachPod(pod: PodLike, ctx: PodInjectionContext, injected?: number): Attached {
+function attachPod(pod: AdmittedPod, ctx: PodInjectionContext, injected?: number): Attached {
   const a = pod.metadata.annotations ?? {};
   const binding = a[podAnnotations.binding];
   if (!binding)
@@ -112,7 +112,7 @@ function escapePointer(key: string): string {
   return key.replaceAll('~', '~0').replaceAll('/', '~1');
 }
 
-function patchOf(pod: PodLike, index: number, out: InjectOutput): JsonPatchOp[] {
+function patchOf(pod: AdmittedPod, index: number, out: InjectOutput): JsonPatchOp[] {
   const a = pod.metadata.annotations ?? {};
   const patch: JsonPatchOp[] = [{ op: 'replace', path: `/spec/containers/${index}`, value: out.container }];
   if (out.volumes.length)
@@ -133,7 +133,7 @@ function patchOf(pod: PodLike, index: number, out: InjectOutput): JsonPatchOp[] 
   return patch;
 }
 
-export function planPodInjection(pod: PodLike, ctx: PodInjectionContext): PodVerdict {
+export function planPodInjection(pod: AdmittedPod, ctx: PodInjectionContext): PodVerdict {
   const a = pod.metadata.annotations ?? {};
   if (a[injectedAnnotation] !== undefined) return judgeInjected(pod, ctx);
   for (const key of Object.keys(a)) {
@@ -157,7 +157,7 @@ const alteredFix =
  * from an injected one). It is admitted unchanged only when taking the injection off and injecting again
  * gives back exactly this Pod; anything else is refused, so a Pod is never injected twice.
  */
-function judgeInjected(pod: PodLike, ctx: PodInjectionContext): PodVerdict {
+function judgeInjected(pod: AdmittedPod, ctx: PodInjectionContext): PodVerdict {
   const a = pod.metadata.annotations ?? {};
   const refuse = (why: string) => no(`metadata.annotations[${injectedAnnotation}]: ${why}; ${alteredFix}`);
   for (const key of Object.keys(a)) {
@@ -196,7 +196,7 @@ function judgeInjected(pod: PodLike, ctx: PodInjectionContext): PodVerdict {
 }
 
 /** The opt-in label and the two written annotations are fixed once a Pod exists. */
-export function frozenKeyRefusal(old: PodLike, pod: PodLike): string | undefined {
+export function frozenKeyRefusal(old: AdmittedPod, pod: AdmittedPod): string | undefined {
   if (old.metadata.labels?.[injectLabel] !== pod.metadata.labels?.[injectLabel]) {
     return `metadata.labels[${injectLabel}] is fixed once the Pod exists; to stop injecting, change the Pod template (inject: "false" or no label)`;
   }

@@ -2,9 +2,9 @@
 // what the Binding gives now: the flag run in args, the engine's env entries, the config volume and mount,
 // and the two written annotations. Pure.
 import { isDeepStrictEqual } from 'node:util';
+import type { Container } from 'kubernetes-types/core/v1.js';
 import {
   type CacheConnection,
-  type Container,
   clientConfigAnnotation,
   type EngineFamily,
   type EngineRole,
@@ -13,16 +13,16 @@ import {
 } from '../inject/types.ts';
 import { cacheShapeFlags, environmentVehicle, fileVehicle, type VehiclePlan } from '../inject/vehicles.ts';
 import {
+  type AdmittedPod,
   connect,
   engineOf,
   type PodInjectionContext,
-  type PodLike,
   pickContainer,
   podAnnotations,
 } from './pod-injection-target.ts';
 
 export type Stripped =
-  | { ok: true; pod: PodLike; index: number; argsBefore: string[]; flags: string[] }
+  | { ok: true; pod: AdmittedPod; index: number; argsBefore: string[]; flags: string[] }
   | { ok: false; why: string };
 
 /** The index of the last occurrence of `run` in `list`, or -1. */
@@ -65,9 +65,7 @@ export function storedAs(expected: unknown, live: unknown): boolean {
   return isDeepStrictEqual(expected, live);
 }
 
-const emptyToUndefined = <T>(list: T[]): T[] | undefined => (list.length ? list : undefined);
-
-export function stripInjection(pod: PodLike, ctx: PodInjectionContext): Stripped {
+export function stripInjection(pod: AdmittedPod, ctx: PodInjectionContext): Stripped {
   const a = pod.metadata.annotations ?? {};
   const { engine } = engineOf(a);
   const binding = a[podAnnotations.binding];
@@ -119,16 +117,8 @@ export function stripInjection(pod: PodLike, ctx: PodInjectionContext): Stripped
     volumes = volumes.filter((v) => !storedAs(volume, v));
   }
   const argsBefore = [...args.slice(0, at), ...args.slice(at + flags.length)];
-  const before: Container = { ...container };
-  for (const [key, list] of [
-    ['args', argsBefore],
-    ['env', env],
-    ['volumeMounts', mounts],
-  ] as const) {
-    const value = emptyToUndefined<unknown>([...list]);
-    if (value) before[key] = value as never;
-    else delete before[key];
-  }
+  const before: Container = { ...container, args: argsBefore, env, volumeMounts: mounts };
+  for (const key of ['args', 'env', 'volumeMounts'] as const) if (!before[key]?.length) delete before[key];
   const { [clientConfigAnnotation]: _config, [injectedAnnotation]: _record, ...annotations } = a;
   const containers = pod.spec.containers.map((c, i) => (i === index ? before : c));
   const spec = { ...pod.spec, containers };

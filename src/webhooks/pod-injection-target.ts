@@ -1,10 +1,11 @@
 // What an opted-in Pod names (KV-cache spec §6.1): its engine, its engine container, and the cache
 // its Binding resolves to, or why it cannot be attached. Pure: the handler passes the objects it found.
+import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
 import { effectiveProtocol, storeProtocol } from '../controllers/backend/effective-spec.ts';
 import { domainOf } from '../controllers/pool/plan.ts';
 import { argsForwardedAnnotation } from '../inject/launch.ts';
-import type { CacheConnection, Container, EngineFamily, Volume } from '../inject/types.ts';
+import type { CacheConnection, EngineFamily } from '../inject/types.ts';
 import type { JsonPatchOp } from '../kube/webhook-server.ts';
 
 export const contractPrefix = 'kvcache.gpustack.ai/';
@@ -18,16 +19,8 @@ export const podAnnotations = {
 } as const;
 export const userKeys = new Set<string>([...Object.values(podAnnotations), argsForwardedAnnotation]);
 
-export interface PodLike {
-  metadata: {
-    name?: string;
-    generateName?: string;
-    namespace?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-  };
-  spec: { containers: Container[]; initContainers?: Container[]; volumes?: Volume[] };
-}
+/** A Pod as admission is asked about it: its metadata and spec are always there. */
+export type AdmittedPod = Pod & Required<Pick<Pod, 'metadata' | 'spec'>>;
 
 export interface PodInjectionContext {
   binding?: KVCachePoolBinding;
@@ -69,7 +62,10 @@ export function engineOf(a: Record<string, string>): { engine?: EngineFamily; re
   };
 }
 
-export function pickContainer(pod: PodLike, a: Record<string, string>): { index?: number; refusal?: string } {
+export function pickContainer(
+  pod: AdmittedPod,
+  a: Record<string, string>,
+): { index?: number; refusal?: string } {
   const named = a[podAnnotations.container];
   if (named === undefined) {
     if (pod.spec.containers.length === 1) return { index: 0 };

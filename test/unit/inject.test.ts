@@ -2,8 +2,9 @@
 // container receives to reach its Binding's domain on the store (KV-cache spec §6.2).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { Container, EnvVar } from 'kubernetes-types/core/v1.js';
 import { type InjectInput, injectCache } from '../../src/inject/inject.ts';
-import type { CacheConnection, Container, EnvVar } from '../../src/inject/types.ts';
+import type { CacheConnection } from '../../src/inject/types.ts';
 
 const connection: CacheConnection = {
   binding: 'team-a',

@@ -1,10 +1,10 @@
 // Opted-in Pods and the context the injection webhook judges them in, for the Pod injection tests.
 import assert from 'node:assert/strict';
-import type { Container } from '../../src/inject/types.ts';
+import type { Container } from 'kubernetes-types/core/v1.js';
 import type { JsonPatchOp } from '../../src/kube/webhook-server.ts';
 import {
+  type AdmittedPod,
   type PodInjectionContext,
-  type PodLike,
   planPodInjection,
 } from '../../src/webhooks/pod-injection-rules.ts';
 import { backend, binding, readyPool } from './kvcache-builders.ts';
@@ -19,7 +19,7 @@ export const sglang: Container = {
   command: ['python3', '-m', 'sglang.launch_server', '--model-path', 'Qwen/Qwen2.5-7B-Instruct'],
 };
 
-export function pod(containers: Container[] = [vllm], annotations: Record<string, string> = {}): PodLike {
+export function pod(containers: Container[] = [vllm], annotations: Record<string, string> = {}): AdmittedPod {
   return {
     metadata: {
       generateName: 'chat-',
@@ -43,13 +43,13 @@ export const ctx = (over: Partial<PodInjectionContext> = {}): PodInjectionContex
   ...over,
 });
 
-export function accepted(p: PodLike, c = ctx()): JsonPatchOp[] {
+export function accepted(p: AdmittedPod, c = ctx()): JsonPatchOp[] {
   const v = planPodInjection(p, c);
   assert.ok(v.ok, v.ok ? '' : v.message);
   return v.patch;
 }
 
-export function refused(p: PodLike, c = ctx()): string {
+export function refused(p: AdmittedPod, c = ctx()): string {
   const v = planPodInjection(p, c);
   assert.ok(!v.ok, 'expected a refusal');
   return v.message;

@@ -3,7 +3,7 @@
 // refused with the field and the fix; the written keys are frozen afterwards.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Container } from '../../src/inject/types.ts';
+import type { Container } from 'kubernetes-types/core/v1.js';
 import { frozenKeyRefusal } from '../../src/webhooks/pod-injection-rules.ts';
 import { backend, binding, clientEndpoint, cond, group, pool, readyPool } from './kvcache-builders.ts';
 import { accepted, ctx, op, pod, refused, sglang, vllm } from './pod-injection-builders.ts';

@@ -3,14 +3,14 @@
 // as it is when it is what the Binding gives now, and refused otherwise, so a Pod is injected once.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Container } from '../../src/inject/types.ts';
+import type { Container } from 'kubernetes-types/core/v1.js';
 import type { JsonPatchOp } from '../../src/kube/webhook-server.ts';
-import type { PodLike } from '../../src/webhooks/pod-injection-rules.ts';
+import type { AdmittedPod } from '../../src/webhooks/pod-injection-rules.ts';
 import { binding } from './kvcache-builders.ts';
 import { accepted, ctx, pod, refused, sglang, vllm } from './pod-injection-builders.ts';
 
 /** The Pod as the apiserver stores it after a JSON patch of the kinds the webhook writes. */
-function patched(p: PodLike, patch: JsonPatchOp[]): PodLike {
+function patched(p: AdmittedPod, patch: JsonPatchOp[]): AdmittedPod {
   const out = structuredClone(p) as unknown as Record<string, unknown>;
   for (const o of patch) {
     const keys = o.path
@@ -22,11 +22,11 @@ function patched(p: PodLike, patch: JsonPatchOp[]): PodLike {
     for (const k of keys) at = at[k] as Record<string, unknown>;
     at[last] = structuredClone(o.value);
   }
-  return out as unknown as PodLike;
+  return out as unknown as AdmittedPod;
 }
 
 describe('planPodInjection: a Pod the webhook already injected (re-invocation)', () => {
-  const injectedOnce = (p: PodLike, c = ctx()) => patched(p, accepted(p, c));
+  const injectedOnce = (p: AdmittedPod, c = ctx()) => patched(p, accepted(p, c));
   const sglangPod = (containers: Container[]) => pod(containers, { 'kvcache.gpustack.ai/engine': 'SGLang' });
 
   it('leaves an injected vLLM Pod as it is', () => {
@@ -53,7 +53,7 @@ describe('planPodInjection: a Pod the webhook already injected (re-invocation)',
   });
 
   it('reads the injection as the apiserver stores it: defaults added, empty values dropped', () => {
-    const stored = (p: PodLike) => {
+    const stored = (p: AdmittedPod) => {
       for (const v of p.spec.volumes ?? []) {
         const api = v.downwardAPI as
           | { defaultMode?: number; items: { fieldRef: Record<string, string> }[] }

@@ -1,10 +1,11 @@
 // The engine container of one role before any cache is attached: image, argv, env, ports, probes and
 // resources (ModelDeployment spec §1.4, §1.5).
+import type { EnvVar } from 'kubernetes-types/core/v1.js';
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
 import { defaultEnv } from '../../inject/env.ts';
 import { flagValue, hasFlag } from '../../inject/owned-keys.ts';
-import type { EngineFamily, EnvVar } from '../../inject/types.ts';
+import type { EngineFamily } from '../../inject/types.ts';
 import { roleResources } from './render-resources.ts';
 import { engineImage } from './runner-image.ts';
 

@@ -1,9 +1,10 @@
 // The ModelDeployment's children: one Deployment `<md>-<role>` per role, a Service `<md>` for the
 // whole deployment and one `<md>-<role>` per role. Pure; see docs/decisions/0008.
+import type { Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
 import { injectCache } from '../../inject/inject.ts';
-import type { CacheConnection, Volume, VolumeMount } from '../../inject/types.ts';
+import type { CacheConnection } from '../../inject/types.ts';
 import { sha256Hex } from '../../kube/canonical-json.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import {
@@ -57,7 +58,7 @@ function roleVolumes(role: ModelDeploymentRole): { volumes: Volume[]; mounts: Vo
   const volumes: Volume[] = [];
   const mounts: VolumeMount[] = [];
   for (const entry of role.additionalVolumes ?? []) {
-    const { mountPath, readOnly, subPath, ...volume } = entry as Volume & Partial<VolumeMount>;
+    const { mountPath, readOnly, subPath, ...volume } = entry;
     volumes.push(volume);
     if (typeof mountPath === 'string')
       mounts.push({
