@@ -2,7 +2,6 @@
 // hooks in src/webhooks, so the chart never restates what the code defines.
 import { stringify } from 'yaml';
 import { renderAllCrds } from '../api/crd.ts';
-import type { KubeObject } from '../kube/object.ts';
 import {
   type HookSpec,
   mutatingConfigurationName,
@@ -65,11 +64,9 @@ function webhooksYaml(
     failurePolicy: (h.failurePolicy === 'Fail' ? '__FAILURE_POLICY__' : h.failurePolicy) as 'Fail',
   }));
   const reach = { service: { name: '__SERVICE__', namespace: '__NAMESPACE__', port: 443 } };
-  const config = renderWebhookConfiguration(kind, name, chartHooks, reach, '') as KubeObject & {
-    webhooks: { clientConfig: Record<string, unknown>; timeoutSeconds: unknown }[];
-  };
+  const config = renderWebhookConfiguration(kind, name, chartHooks, reach, '');
   // The CA bundle is the operator's (or cert-manager's) to set, never the chart's.
-  const webhooks = config.webhooks.map((w) => {
+  const webhooks = (config.webhooks ?? []).map((w) => {
     const { caBundle: _ca, ...clientConfig } = w.clientConfig;
     return { ...w, clientConfig, timeoutSeconds: '__TIMEOUT__' };
   });

@@ -39,7 +39,13 @@ export interface AdmissionVerdict {
   patch?: JsonPatchOp[];
 }
 
-export type AdmissionHandler = (request: AdmissionRequest) => Promise<AdmissionVerdict> | AdmissionVerdict;
+/** Judges the requests of one path, whose objects are of kind `T` (the webhook configuration routes them). */
+export type AdmissionHandler<T extends KubeObject = KubeObject> = (
+  request: AdmissionRequest<T>,
+) => Promise<AdmissionVerdict> | AdmissionVerdict;
+
+/** A path's handler, taking the decoded review body. */
+type Judge = (body: unknown) => Promise<Record<string, unknown>>;
 
 export interface ServingCertificate {
   certPem: string;
@@ -67,8 +73,15 @@ export class UnreadableReview extends Error {
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** The request of a review body; its objects are of the kind the path's webhook is registered for. */
+function decodeRequest<T extends KubeObject>(body: unknown): AdmissionRequest<T> | undefined {
+  if (!isObject(body) || !isObject(body.request)) return undefined;
+  const request: object = body.request;
+  return request as AdmissionRequest<T>;
+}
+
 /** What in a decoded request keeps a handler from judging it, if anything. */
-function missingPart(request: AdmissionRequest): string | undefined {
+function missingPart(request: AdmissionRequest<KubeObject>): string | undefined {
   if (typeof request.operation !== 'string') return 'request.operation';
   const needsObject = request.operation === 'CREATE' || request.operation === 'UPDATE';
   if (needsObject && !isObject(request.object)) return 'request.object';
@@ -78,9 +91,11 @@ function missingPart(request: AdmissionRequest): string | undefined {
 }
 
 /** Turns a request body into the AdmissionReview response (pure, for fixture tests). */
-export async function review(body: unknown, handler: AdmissionHandler): Promise<Record<string, unknown>> {
-  const request =
-    isObject(body) && isObject(body.request) ? (body.request as unknown as AdmissionRequest) : undefined;
+export async function review<T extends KubeObject>(
+  body: unknown,
+  handler: AdmissionHandler<T>,
+): Promise<Record<string, unknown>> {
+  const request = decodeRequest<T>(body);
   if (typeof request?.uid !== 'string' || !request.uid)
     throw new UnreadableReview(400, 'not an AdmissionReview v1 request: request.uid is missing');
   let verdict: AdmissionVerdict;
@@ -113,7 +128,7 @@ export async function review(body: unknown, handler: AdmissionHandler): Promise<
 export const defaultMaxReviewBytes = 8 << 20;
 
 export class WebhookServer {
-  private readonly handlers = new Map<string, AdmissionHandler>();
+  private readonly handlers = new Map<string, Judge>();
   private readonly maxReviewBytes: number;
   private server: Server | undefined;
 
@@ -121,19 +136,19 @@ export class WebhookServer {
     this.maxReviewBytes = options.maxReviewBytes ?? defaultMaxReviewBytes;
   }
 
-  handle(path: string, handler: AdmissionHandler): this {
-    this.handlers.set(path, handler);
+  handle<T extends KubeObject>(path: string, handler: AdmissionHandler<T>): this {
+    this.handlers.set(path, (body) => review(body, handler));
     return this;
   }
 
   async start(cert: ServingCertificate, port: number, host = '0.0.0.0'): Promise<number> {
     this.server = createServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => {
-      const handler = this.handlers.get((req.url ?? '').split('?')[0]!);
-      if (req.method !== 'POST' || !handler) {
+      const judge = this.handlers.get((req.url ?? '').split('?')[0]!);
+      if (req.method !== 'POST' || !judge) {
         res.writeHead(404).end();
         return;
       }
-      readReview(req, res, this.maxReviewBytes, handler);
+      readReview(req, res, this.maxReviewBytes, judge);
     });
     const server = this.server;
     // The apiserver keeps idle connections for 90 s; closing ours first races its next request (a reset).
@@ -160,7 +175,7 @@ function answerPlain(res: ServerResponse, status: number, message: string): void
 }
 
 /** Reads at most `limit` bytes of a review, judges it, and answers; a client that goes away is dropped. */
-function readReview(req: IncomingMessage, res: ServerResponse, limit: number, handler: AdmissionHandler) {
+function readReview(req: IncomingMessage, res: ServerResponse, limit: number, judge: Judge) {
   const tooLarge = `the AdmissionReview is larger than the webhook reads (${limit} bytes); nothing was admitted`;
   req.on('error', () => req.destroy());
   if (Number(req.headers['content-length'] ?? 0) > limit) {
@@ -190,7 +205,7 @@ function readReview(req: IncomingMessage, res: ServerResponse, limit: number, ha
       return;
     }
     try {
-      const out = await review(body, handler);
+      const out = await judge(body);
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
     } catch (err) {
       answerPlain(

@@ -21,10 +21,10 @@ export const backendHook: HookSpec = {
   failurePolicy: 'Fail',
 };
 
-export function backendAdmission(settings: Settings): AdmissionHandler {
+export function backendAdmission(settings: Settings): AdmissionHandler<KVCacheBackend> {
   return (req) => {
-    const obj = req.object as KVCacheBackend;
-    const old = req.operation === 'UPDATE' ? (req.oldObject as KVCacheBackend) : undefined;
+    const obj = req.object!;
+    const old = req.operation === 'UPDATE' ? req.oldObject : undefined;
     return verdictOf(
       validateBackend(obj, old, { settingImage: settings.get('kv-cache-backend-image').trim() }),
     );

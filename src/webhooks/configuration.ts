@@ -1,5 +1,11 @@
 // The admission webhook configurations this operator registers (pure): which requests reach which
 // path, and how the apiserver reaches the server (a Service in a cluster, a URL on the local cluster).
+import type {
+  MutatingWebhookConfiguration,
+  RuleWithOperations,
+  ValidatingWebhookConfiguration,
+} from 'kubernetes-types/admissionregistration/v1.js';
+import type { LabelSelector } from 'kubernetes-types/meta/v1.js';
 import type { KubeObject } from '../kube/object.ts';
 
 export interface WebhookReach {
@@ -8,13 +14,16 @@ export interface WebhookReach {
   service?: { namespace: string; name: string; port: number };
 }
 
+/** admissionregistration/v1 RuleWithOperations; kubernetes-types leaves out the Rule fields Go embeds. */
+type HookRule = RuleWithOperations & { resources: string[]; scope?: string };
+
 export interface HookSpec {
   name: string;
   path: string;
-  rules: { apiGroups: string[]; apiVersions: string[]; operations: string[]; resources: string[] }[];
+  rules: HookRule[];
   failurePolicy: 'Fail' | 'Ignore';
-  objectSelector?: Record<string, unknown>;
-  namespaceSelector?: Record<string, unknown>;
+  objectSelector?: LabelSelector;
+  namespaceSelector?: LabelSelector;
 }
 
 export const validatingConfigurationName = 'kvpool-validation';
@@ -32,7 +41,7 @@ export function renderWebhookConfiguration(
   hooks: HookSpec[],
   reach: WebhookReach,
   caBundle: string,
-): KubeObject {
+): KubeObject<ValidatingWebhookConfiguration | MutatingWebhookConfiguration> {
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind,
@@ -50,5 +59,5 @@ export function renderWebhookConfiguration(
       ...(h.namespaceSelector ? { namespaceSelector: h.namespaceSelector } : {}),
       ...(kind === 'MutatingWebhookConfiguration' ? { reinvocationPolicy: 'IfNeeded' } : {}),
     })),
-  } as KubeObject;
+  };
 }

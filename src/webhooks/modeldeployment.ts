@@ -1,9 +1,10 @@
 // Admission of ModelDeployments, and of Pods that opt in to cache injection.
-import type { InstanceType, ModelDeployment } from '../api/types.ts';
+import type { ModelDeployment } from '../api/types.ts';
 import { effectiveProtocol, storeProtocol } from '../controllers/backend/effective-spec.ts';
 import type { OperatorContext } from '../controllers/context.ts';
 import type { DeploymentInformers } from '../controllers/modeldeployment/watches.ts';
 import { injectLabel } from '../inject/types.ts';
+import type { KubeObject } from '../kube/object.ts';
 import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';
 import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';
@@ -61,30 +62,32 @@ async function poolProtocols(
   return groups && [...new Set(groups.map((g) => storeProtocol(effectiveProtocol(backend!, g))))];
 }
 
-export function modelDeploymentAdmission(ctx: OperatorContext, i: DeploymentInformers): AdmissionHandler {
+export function modelDeploymentAdmission(
+  ctx: OperatorContext,
+  i: DeploymentInformers,
+): AdmissionHandler<ModelDeployment> {
   return async (req) => {
-    const md = req.object as ModelDeployment;
+    const md = req.object!;
     const ns = req.namespace ?? md.metadata.namespace ?? 'default';
     const findings = await judgeConfirmingRefusals(
       async (fresh) =>
-        validateModelDeployment(
-          md,
-          req.operation === 'UPDATE' ? (req.oldObject as ModelDeployment) : undefined,
-          {
-            dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
-            instanceTypes: new Map(i.instanceTypes.list().map((t) => [t.metadata.name!, t as InstanceType])),
-            poolProtocols: await poolProtocols(ctx, i, md, ns, fresh),
-          },
-        ),
+        validateModelDeployment(md, req.operation === 'UPDATE' ? req.oldObject : undefined, {
+          dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
+          instanceTypes: new Map(i.instanceTypes.list().map((t) => [t.metadata.name!, t])),
+          poolProtocols: await poolProtocols(ctx, i, md, ns, fresh),
+        }),
       (f) => f.errors.length > 0,
     );
     return verdictOf(findings);
   };
 }
 
-export function podInjectionAdmission(ctx: OperatorContext, i: DeploymentInformers): AdmissionHandler {
+export function podInjectionAdmission(
+  ctx: OperatorContext,
+  i: DeploymentInformers,
+): AdmissionHandler<KubeObject<AdmittedPod>> {
   return async (req) => {
-    const pod = req.object as unknown as AdmittedPod;
+    const pod = req.object!;
     if (pod.metadata.labels?.[injectLabel] !== 'true') return allow();
     const ns = req.namespace ?? pod.metadata.namespace ?? 'default';
     const name = pod.metadata.annotations?.[podAnnotations.binding];
@@ -102,10 +105,7 @@ export function podInjectionAdmission(ctx: OperatorContext, i: DeploymentInforme
   };
 }
 
-export const podFreezeAdmission: AdmissionHandler = (req) => {
-  const refusal = frozenKeyRefusal(
-    req.oldObject as unknown as AdmittedPod,
-    req.object as unknown as AdmittedPod,
-  );
+export const podFreezeAdmission: AdmissionHandler<KubeObject<AdmittedPod>> = (req) => {
+  const refusal = frozenKeyRefusal(req.oldObject!, req.object!);
   return refusal ? deny(refusal) : allow();
 };

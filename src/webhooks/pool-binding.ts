@@ -46,18 +46,21 @@ async function bindingsOnBackend(ctx: OperatorContext, backend: string): Promise
   return bindings.items.filter((x) => onBackend.has(x.spec.poolRef.name));
 }
 
-export function poolAdmission(ctx: OperatorContext, i: PoolInformers): AdmissionHandler {
+export function poolAdmission(ctx: OperatorContext, i: PoolInformers): AdmissionHandler<KVCachePool> {
   return async (req) => {
     if (req.operation !== 'CREATE') return allow();
-    const pool = req.object as KVCachePool;
+    const pool = req.object!;
     return verdictOf(validatePoolCreate(pool, await findBackend(ctx, i, pool.spec.backends[0]!)));
   };
 }
 
-export function bindingAdmission(ctx: OperatorContext, i: PoolInformers): AdmissionHandler {
+export function bindingAdmission(
+  ctx: OperatorContext,
+  i: PoolInformers,
+): AdmissionHandler<KVCachePoolBinding> {
   return async (req) => {
-    const b = req.object as KVCachePoolBinding;
-    const old = req.operation === 'UPDATE' ? (req.oldObject as KVCachePoolBinding) : undefined;
+    const b = req.object!;
+    const old = req.operation === 'UPDATE' ? req.oldObject : undefined;
     // Already read live: a refusal judged again reuses the list instead of reading it twice.
     const read = new Map<string, Promise<KVCachePoolBinding[]>>();
     const siblingsOf = (backend: string) => {

@@ -67,7 +67,7 @@ export class ModelDeploymentReconciler {
     const pool = binding ? i.pools.get(binding.spec.poolRef.name) : undefined;
     const backend = pool ? i.backends.get(pool.spec.backends[0]!) : undefined;
     const cache = resolveCache(md, binding, pool, backend);
-    const instanceTypes = new Map(i.instanceTypes.list().map((t) => [t.metadata.name!, t as InstanceType]));
+    const instanceTypes = new Map(i.instanceTypes.list().map((t) => [t.metadata.name!, t]));
     let rendered: ReturnType<typeof renderModelDeployment> | undefined;
     let renderFailure: string | undefined;
     try {
