@@ -55,14 +55,15 @@ export async function removeFinalizer(client: KubeClient, obj: KubeObject): Prom
 /** Applies the status this controller owns (all of it) unless it already reads exactly so. */
 export async function applyStatus(
   client: KubeClient,
-  obj: KubeObject & { status?: Record<string, unknown> },
+  obj: KubeObject & { status?: object },
   status: Record<string, unknown>,
 ): Promise<boolean> {
-  const clean = JSON.parse(JSON.stringify(status)) as Record<string, unknown>;
+  const clean: unknown = JSON.parse(JSON.stringify(status));
   if (canonicalJson(obj.status ?? {}) === canonicalJson(clean)) return false;
   const { apiVersion, kind } = obj;
   const metadata = { name: obj.metadata.name, namespace: obj.metadata.namespace };
-  await client.apply({ apiVersion, kind, metadata, status: clean } as KubeObject, {
+  const intent = { apiVersion, kind, metadata, status: clean };
+  await client.apply(intent, {
     fieldManager: fieldManagers.status,
     subresource: 'status',
   });

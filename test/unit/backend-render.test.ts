@@ -1,7 +1,9 @@
 // The managed backend's children, pinned as golden files: the exact intent the operator applies.
 // Regenerate after an intended change with UPDATE_GOLDEN=1 and review the diff.
+
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { EnvVar } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackendSpec, MemberGroup } from '../../src/api/kvcache-backend.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import { podSpecHash, podSpecHashAnnotation } from '../../src/controllers/backend/pod-spec-hash.ts';
@@ -21,13 +23,12 @@ const ctx: BackendRenderContext = {
 };
 
 type Managed = NonNullable<KVCacheBackendSpec['connection']['managed']>;
-type EnvVar = { name: string; value?: string; valueFrom?: unknown };
 type Container = { name: string; image: string; imagePullPolicy: string; args: string[]; env: EnvVar[] };
 type PodTemplate = {
   metadata: { annotations?: Record<string, string> };
   spec: Record<string, unknown> & {
     nodeSelector?: Record<string, string>;
-    initContainers?: Array<{ command: string[] }>;
+    initContainers?: Array<{ name: string; command: string[] }>;
     containers: Array<Container & Record<string, unknown>>;
   };
 };

@@ -1,7 +1,12 @@
 // Hand-built BackendView inputs for the backend status tests, with the store side read from replies
 // recorded on a Mooncake 0.3.13.post1 master.
 import { readFileSync } from 'node:fs';
-import type { Pod, PodView } from '../../src/controllers/backend/pod-view.ts';
+import type { ContainerStatus, Pod as PodKind } from 'kubernetes-types/core/v1.js';
+import type { PodView } from '../../src/controllers/backend/pod-view.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
+
+type Pod = KubeObject<PodKind>;
+
 import type {
   BackendStatusDecision,
   BackendView,
@@ -91,12 +96,17 @@ export function message(d: BackendStatusDecision, type: string): string {
   return d.conditions.find((x) => x.type === type)?.message ?? '';
 }
 
+/** A container's status as the kubelet reports it, with what these tests leave out filled in. */
+export function containerStatus(s: Partial<ContainerStatus> & { name: string }): ContainerStatus {
+  return { image: 'kvpool-store', imageID: '', ready: false, restartCount: 0, ...s };
+}
+
 export function pod(name: string, status: Pod['status'], over: Partial<Pod['metadata']> = {}): Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace: 'gpustack-system', ...over },
-    spec: { nodeName: 'n1' },
+    spec: { nodeName: 'n1', containers: [] },
     status: { podIP: '10.0.0.20', ...status },
   };
 }
@@ -107,7 +117,7 @@ export function waitingPod(name: string, reason: string, message?: string): Pod 
   return pod(name, {
     phase: 'Pending',
     conditions: notReady,
-    containerStatuses: [{ name: 'store', ready: false, state: { waiting: { reason, message } } }],
+    containerStatuses: [containerStatus({ name: 'store', state: { waiting: { reason, message } } })],
   });
 }
 
@@ -116,15 +126,14 @@ export function crashLoopingPod(name: string): Pod {
     phase: 'Running',
     conditions: notReady,
     containerStatuses: [
-      {
+      containerStatus({
         name: 'store',
-        ready: false,
         restartCount: 6,
         state: {
           waiting: { reason: 'CrashLoopBackOff', message: 'back-off 5m0s restarting failed container' },
         },
         lastState: { terminated: { exitCode: 1, reason: 'Error' } },
-      },
+      }),
     ],
   });
 }

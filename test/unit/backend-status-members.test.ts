@@ -7,6 +7,7 @@ import { decideBackendStatus } from '../../src/controllers/backend/status.ts';
 import { parsePrometheusText } from '../../src/store/prometheus.ts';
 import {
   condition,
+  containerStatus,
   crashLoopingPod,
   managed,
   memberPod,
@@ -147,7 +148,7 @@ describe('viewPod', () => {
     const p = pod('kv-member-0-a', {
       phase: 'Running',
       conditions: ready,
-      containerStatuses: [{ name: 'store', restartCount: 3 }],
+      containerStatuses: [containerStatus({ name: 'store', restartCount: 3 })],
     });
     assert.deepEqual(viewPod(p, 'Member'), {
       name: 'kv-member-0-a',
@@ -172,14 +173,16 @@ describe('viewPod', () => {
       phase: 'Pending',
       conditions: [{ type: 'Ready', status: 'False' }],
       initContainerStatuses: [
-        {
+        containerStatus({
           name: 'disk-survey',
           restartCount: 4,
           state: { waiting: { reason: 'CrashLoopBackOff' } },
           lastState: { terminated: { exitCode: 2, message: 'tier path is not a directory' } },
-        },
+        }),
       ],
-      containerStatuses: [{ name: 'store', state: { waiting: { reason: 'PodInitializing' } } }],
+      containerStatuses: [
+        containerStatus({ name: 'store', state: { waiting: { reason: 'PodInitializing' } } }),
+      ],
     });
     const fault = viewPod(p, 'Member').fault;
     assert.equal(fault?.reason, 'MemberInitCrashLooping');

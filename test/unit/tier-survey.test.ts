@@ -1,7 +1,11 @@
 // TierWasEmpty from the first members' survey, decided once; and which tier paths count as shared.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Pod } from '../../src/controllers/backend/pod-view.ts';
+import type { Pod as PodKind } from 'kubernetes-types/core/v1.js';
+import type { KubeObject } from '../../src/kube/object.ts';
+
+type Pod = KubeObject<PodKind>;
+
 import { pathsOverlap, spokenDuration } from '../../src/controllers/backend/tier-cleanup.ts';
 import {
   decideTierWasEmpty,

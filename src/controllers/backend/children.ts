@@ -2,6 +2,8 @@
 // that are gone, and roll the store without losing it: one member Pod at a time, each once the previous
 // replacement has mounted its segment, and one leadership handover per leader rollout or drain.
 
+import type { DaemonSet } from 'kubernetes-types/apps/v1.js';
+import type { ObjectMeta } from 'kubernetes-types/meta/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
@@ -11,10 +13,9 @@ import { intentConfirmation } from '../current-intent.ts';
 import { electionOn } from './effective-spec.ts';
 import { componentLabel, leaderComponent, leaderName, ownedByBackend } from './labels.ts';
 import { podSpecHashAnnotation } from './pod-spec-hash.ts';
-import type { Pod } from './pod-view.ts';
 import { type BackendRenderContext, renderBackend } from './render.ts';
 import { type HandoverPlan, type MemberRollPlan, planHandover, planMemberRoll } from './rollout-plan.ts';
-import { type BackendInformers, byInstance, type Deployment } from './watches.ts';
+import { type BackendInformers, byInstance } from './watches.ts';
 
 export interface ChildrenOutcome {
   /** The elected template runs at one replica before the replicas are raised. */
@@ -23,14 +24,12 @@ export interface ChildrenOutcome {
   handover: HandoverPlan;
 }
 
-type Template = { metadata: KubeObject['metadata'] };
-const templateOf = (obj: KubeObject) => (obj as KubeObject & { spec: { template: Template } }).spec.template;
-const hashOf = (o: { metadata?: KubeObject['metadata'] }) => o.metadata?.annotations?.[podSpecHashAnnotation];
+const hashOf = (o: { metadata?: ObjectMeta } | undefined) =>
+  o?.metadata?.annotations?.[podSpecHashAnnotation];
 
-/** Whether a live leader Deployment still runs a template without an election. */
-function runsUnelected(d: Deployment | undefined): boolean {
-  const args = d?.spec?.template?.spec?.containers?.[0]?.args ?? [];
-  return args.includes('--election=None');
+/** Whether a leader's Pod spec (a live Pod's, or its Deployment's template's) runs without an election. */
+function runsUnelected(spec: { containers: { args?: string[] }[] } | undefined): boolean {
+  return spec?.containers[0]?.args?.includes('--election=None') ?? false;
 }
 
 function storePods(informers: BackendInformers, backend: KVCacheBackend, component: (c: string) => boolean) {
@@ -43,11 +42,7 @@ function storePods(informers: BackendInformers, backend: KVCacheBackend, compone
 function unelectedPods(informers: BackendInformers, backend: KVCacheBackend): number {
   return storePods(informers, backend, (c) => c === leaderComponent)
     .filter((p) => !p.metadata.deletionTimestamp)
-    .filter((p) =>
-      (
-        (p as Deployment).spec as { containers?: { args?: string[] }[] } | undefined
-      )?.containers?.[0]?.args?.includes('--election=None'),
-    ).length;
+    .filter((p) => runsUnelected(p.spec)).length;
 }
 
 function handoverInput(
@@ -57,14 +52,12 @@ function handoverInput(
   hash: string,
 ) {
   const lease = informers.leases.get(leaderName(backend), ctx.namespace);
-  const pods = storePods(informers, backend, (c) => c === leaderComponent).map((p: Pod) => ({
+  const pods = storePods(informers, backend, (c) => c === leaderComponent).map((p) => ({
     name: p.metadata.name!,
     hash: hashOf(p),
     podIP: p.status?.podIP,
     nodeName: p.spec?.nodeName,
-    running: Boolean(
-      (p.status?.containerStatuses as { state?: { running?: unknown } }[] | undefined)?.[0]?.state?.running,
-    ),
+    running: Boolean(p.status?.containerStatuses?.[0]?.state?.running),
     deleting: Boolean(p.metadata.deletionTimestamp),
     nodeCordoned: Boolean(p.spec?.nodeName && informers.nodes.get(p.spec.nodeName)?.spec?.unschedulable),
   }));
@@ -88,16 +81,18 @@ export async function syncChildren(
   const liveLeader = informers.deployments.get(leaderName(backend), ns);
   let rendered = renderBackend(backend, renderCtx);
   const current = intentConfirmation(ctx.client, backend);
-  const wantedReplicas = (rendered.leaderDeployment as Deployment).spec?.replicas ?? 1;
+  const wantedReplicas = rendered.leaderDeployment.spec?.replicas ?? 1;
   // An elected template replacing one without an election goes through one replica, recreated: an
   // unelected master and an elected one must never overlap.
   const fromUnelected =
-    electionOn(backend) && liveLeader && (runsUnelected(liveLeader) || unelectedPods(informers, backend) > 0);
+    electionOn(backend) &&
+    liveLeader &&
+    (runsUnelected(liveLeader.spec?.template.spec) || unelectedPods(informers, backend) > 0);
   // Members roll first, under the old master, which keeps their keys; the leader hands over after.
   const memberRoll = memberRollPlan(backend, informers, rendered.memberDaemonSets, mountedHosts);
   const handover = electionOn(backend)
     ? planHandover({
-        ...handoverInput(backend, ctx, informers, hashOf(templateOf(rendered.leaderDeployment)) ?? ''),
+        ...handoverInput(backend, ctx, informers, hashOf(rendered.leaderDeployment.spec?.template) ?? ''),
         membersRolling: memberRoll.kind !== 'done',
       })
     : { stepDown: [] };
@@ -181,16 +176,14 @@ async function pruneMemberGroups(
 function memberRollPlan(
   backend: KVCacheBackend,
   informers: BackendInformers,
-  daemonSets: KubeObject[],
+  daemonSets: KubeObject<DaemonSet>[],
   mountedHosts: ReadonlySet<string> | undefined,
 ): MemberRollPlan {
   const groups = daemonSets.map((ds) => {
-    const live = informers.daemonSets.get(ds.metadata.name!, ds.metadata.namespace) as
-      | (KubeObject & { status?: { desiredNumberScheduled?: number } })
-      | undefined;
-    return { hash: hashOf(templateOf(ds)) ?? '', desired: live?.status?.desiredNumberScheduled };
+    const live = informers.daemonSets.get(ds.metadata.name!, ds.metadata.namespace);
+    return { hash: hashOf(ds.spec?.template) ?? '', desired: live?.status?.desiredNumberScheduled };
   });
-  const pods = storePods(informers, backend, (c) => /^member-\d+$/.test(c)).map((p: Pod) => ({
+  const pods = storePods(informers, backend, (c) => /^member-\d+$/.test(c)).map((p) => ({
     name: p.metadata.name!,
     group: Number(p.metadata.labels![componentLabel]!.slice('member-'.length)),
     hash: hashOf(p),

@@ -1,27 +1,6 @@
 // What the backend's status needs to know about one leader or member Pod, read from the Pod object.
+import type { ContainerStatus, Pod } from 'kubernetes-types/core/v1.js';
 import type { KubeObject } from '../../kube/object.ts';
-
-interface ContainerStatus {
-  name: string;
-  ready?: boolean;
-  restartCount?: number;
-  state?: {
-    waiting?: { reason?: string; message?: string };
-    terminated?: { exitCode?: number; message?: string; reason?: string };
-  };
-  lastState?: { terminated?: { exitCode?: number; message?: string; reason?: string } };
-}
-
-export type Pod = KubeObject & {
-  spec?: { nodeName?: string; hostNetwork?: boolean };
-  status?: {
-    phase?: string;
-    podIP?: string;
-    conditions?: { type: string; status: string; reason?: string; message?: string }[];
-    containerStatuses?: ContainerStatus[];
-    initContainerStatuses?: ContainerStatus[];
-  };
-};
 
 export interface PodView {
   name: string;
@@ -51,7 +30,7 @@ function crashFault(s: ContainerStatus, reason: string): { reason: string; messa
 }
 
 /** `role` prefixes the crash-loop reasons: LeaderCrashLooping, MemberCrashLooping, MemberInitCrashLooping. */
-export function viewPod(pod: Pod, role: 'Leader' | 'Member'): PodView {
+export function viewPod(pod: KubeObject<Pod>, role: 'Leader' | 'Member'): PodView {
   const status = pod.status ?? {};
   const ready = status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
   const view: PodView = {

@@ -134,7 +134,7 @@ export class BackendReconciler {
     usedBy: UsedByEntry[],
   ): Promise<void> {
     const endpoints = this.endpoints(backend);
-    await applyStatus(this.ctx.client, backend as never, {
+    await applyStatus(this.ctx.client, backend, {
       phase: d.phase,
       phaseMessage: d.phaseMessage,
       conditions: mergeConditions(

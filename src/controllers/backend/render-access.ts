@@ -1,6 +1,11 @@
 // Who may do what around a managed store: the election's accounts (each touching one Lease), the Lease
 // itself (created here, so the store needs no create), the NetworkPolicies (engines reach the RPC and
 // transfer ports only, the operator alone the admin port), and the leader's PodDisruptionBudget.
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
+import type { ServiceAccount } from 'kubernetes-types/core/v1.js';
+import type { NetworkPolicy, NetworkPolicyPort, NetworkPolicySpec } from 'kubernetes-types/networking/v1.js';
+import type { PodDisruptionBudget } from 'kubernetes-types/policy/v1.js';
+import type { PolicyRule, Role, RoleBinding } from 'kubernetes-types/rbac/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
@@ -33,34 +38,44 @@ export const transferPortRanges = [
 ];
 export const tierCleanupComponent = 'tier-cleanup';
 
-type Rule = { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] };
-
 /** A ServiceAccount, Role and RoleBinding sharing one name. */
 function accountWithRole(
   backend: KVCacheBackend,
   ctx: BackendRenderContext,
   name: string,
   component: string,
-  rules: Rule[],
-): KubeObject[] {
+  rules: PolicyRule[],
+): KubeObject<ServiceAccount | Role | RoleBinding>[] {
   const metadata = () => childMetadata(backend, ctx.namespace, name, component);
-  return [
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: metadata(), automountServiceAccountToken: false },
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: metadata(), rules },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: metadata(),
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace: ctx.namespace }],
-    },
-  ] as unknown as KubeObject[];
+  const account: KubeObject<ServiceAccount> = {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: metadata(),
+    automountServiceAccountToken: false,
+  };
+  const role: KubeObject<Role> = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: metadata(),
+    rules,
+  };
+  const binding: KubeObject<RoleBinding> = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: metadata(),
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+    subjects: [{ kind: 'ServiceAccount', name, namespace: ctx.namespace }],
+  };
+  return [account, role, binding];
 }
 
 /** The election's accounts: the leader reads and renews its own Lease, members (by Lease) read it. */
-export function renderElectionRbac(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject[] {
+export function renderElectionRbac(
+  backend: KVCacheBackend,
+  ctx: BackendRenderContext,
+): KubeObject<ServiceAccount | Role | RoleBinding>[] {
   if (!electionOn(backend)) return [];
-  const lease = (verbs: string[]): Rule => ({
+  const lease = (verbs: string[]): PolicyRule => ({
     apiGroups: ['coordination.k8s.io'],
     resources: ['leases'],
     resourceNames: [leaderName(backend)],
@@ -81,7 +96,7 @@ export function renderElectionRbac(backend: KVCacheBackend, ctx: BackendRenderCo
 export function renderLeaderLease(
   backend: KVCacheBackend,
   ctx: BackendRenderContext,
-): KubeObject | undefined {
+): KubeObject<Lease> | undefined {
   if (!electionOn(backend)) return undefined;
   const metadata = childMetadata(backend, ctx.namespace, leaderName(backend), leaderComponent);
   return {
@@ -101,14 +116,14 @@ function policy(
   ctx: BackendRenderContext,
   name: string,
   component: string,
-  spec: Record<string, unknown>,
-): KubeObject {
+  spec: NetworkPolicySpec,
+): KubeObject<NetworkPolicy> {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
     metadata: childMetadata(backend, ctx.namespace, name, component),
     spec,
-  } as KubeObject;
+  };
 }
 
 /**
@@ -118,9 +133,12 @@ function policy(
  * traffic from the Pod's own node NetworkPolicies do not govern. Host-network members are outside any
  * NetworkPolicy.
  */
-export function renderNetworkPolicies(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject[] {
+export function renderNetworkPolicies(
+  backend: KVCacheBackend,
+  ctx: BackendRenderContext,
+): KubeObject<NetworkPolicy>[] {
   const name = backendName(backend);
-  const tcp = (port: number, endPort?: number) => ({
+  const tcp = (port: number, endPort?: number): NetworkPolicyPort => ({
     protocol: 'TCP',
     port,
     ...(endPort ? { endPort } : {}),
@@ -156,7 +174,10 @@ export function renderNetworkPolicies(backend: KVCacheBackend, ctx: BackendRende
  * leadership to a standby elsewhere. A single leader has no one to hand over to: its eviction is
  * allowed, and the drain costs the cache.
  */
-export function renderLeaderDisruptionBudget(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject {
+export function renderLeaderDisruptionBudget(
+  backend: KVCacheBackend,
+  ctx: BackendRenderContext,
+): KubeObject<PodDisruptionBudget> {
   const guarded = electionOn(backend) && leaderReplicas(backend, ctx) > 1;
   return {
     apiVersion: 'policy/v1',
@@ -167,5 +188,5 @@ export function renderLeaderDisruptionBudget(backend: KVCacheBackend, ctx: Backe
       ...(guarded ? { minAvailable: 1 } : { maxUnavailable: 1 }),
       unhealthyPodEvictionPolicy: 'AlwaysAllow',
     },
-  } as KubeObject;
+  };
 }

@@ -1,5 +1,7 @@
 // The leader's children: the Deployment, the Service engines dial and the Service the operator reads.
 
+import type { Deployment } from 'kubernetes-types/apps/v1.js';
+import type { Container, EnvVar, PodSpec, Service, Volume } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import { leaseTimingFlags } from '../../kube/lease-timing.ts';
 import type { KubeObject } from '../../kube/object.ts';
@@ -80,7 +82,7 @@ function fieldEnv(name: string, fieldPath: string) {
   return { name, valueFrom: { fieldRef: { fieldPath } } };
 }
 
-function leaderEnv(leader: Leader) {
+function leaderEnv(leader: Leader): EnvVar[] {
   return [
     fieldEnv('KUBERNETES_POD_NAME', 'metadata.name'),
     fieldEnv('KUBERNETES_POD_NAMESPACE', 'metadata.namespace'),
@@ -89,7 +91,7 @@ function leaderEnv(leader: Leader) {
   ];
 }
 
-function leaderContainer(backend: KVCacheBackend, ctx: BackendRenderContext) {
+function leaderContainer(backend: KVCacheBackend, ctx: BackendRenderContext): Container {
   const leader = managedConnection(backend).leader;
   const images = resolveImages(backend, ctx.defaultImage);
   const tenancy = leader.multiTenancy ?? true;
@@ -129,7 +131,7 @@ function leaderContainer(backend: KVCacheBackend, ctx: BackendRenderContext) {
   };
 }
 
-function policyVolumes(backend: KVCacheBackend) {
+function policyVolumes(backend: KVCacheBackend): Volume[] {
   return [
     { name: 'tenant-quota-policy', emptyDir: {} },
     {
@@ -140,7 +142,7 @@ function policyVolumes(backend: KVCacheBackend) {
   ];
 }
 
-function leaderPodSpec(backend: KVCacheBackend, ctx: BackendRenderContext) {
+function leaderPodSpec(backend: KVCacheBackend, ctx: BackendRenderContext): PodSpec {
   const election = electionOn(backend);
   const pullSecrets = backend.spec.imagePullSecrets;
   return {
@@ -189,7 +191,10 @@ function leaderStrategy(backend: KVCacheBackend, ctx: BackendRenderContext, repl
 }
 
 /** The leader Deployment `<backend>-leader`; its template carries its own fingerprint, as members' do. */
-export function renderLeaderDeployment(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject {
+export function renderLeaderDeployment(
+  backend: KVCacheBackend,
+  ctx: BackendRenderContext,
+): KubeObject<Deployment> {
   const name = backendName(backend);
   const replicas = leaderReplicas(backend, ctx);
   const template = {
@@ -209,11 +214,11 @@ export function renderLeaderDeployment(backend: KVCacheBackend, ctx: BackendRend
         spec: template.spec,
       },
     },
-  } as KubeObject;
+  };
 }
 
 /** The leader Service `<backend>-leader`: the RPC address members and engines dial, and nothing else. */
-export function renderLeaderService(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject {
+export function renderLeaderService(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject<Service> {
   return {
     apiVersion: 'v1',
     kind: 'Service',
@@ -223,11 +228,11 @@ export function renderLeaderService(backend: KVCacheBackend, ctx: BackendRenderC
       selector: backendSelector(backendName(backend), leaderComponent),
       ports: [{ name: 'rpc', port: leaderRpcPort, targetPort: 'rpc', protocol: 'TCP' }],
     },
-  } as KubeObject;
+  };
 }
 
 /** The admin Service `<backend>-admin`: the serving leader's admin port, for the operator (NetworkPolicy). */
-export function renderAdminService(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject {
+export function renderAdminService(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject<Service> {
   return {
     apiVersion: 'v1',
     kind: 'Service',
@@ -237,5 +242,5 @@ export function renderAdminService(backend: KVCacheBackend, ctx: BackendRenderCo
       selector: backendSelector(backendName(backend), leaderComponent),
       ports: [{ name: 'admin', port: leaderAdminPort, targetPort: 'admin', protocol: 'TCP' }],
     },
-  } as KubeObject;
+  };
 }

@@ -1,4 +1,6 @@
 // One member DaemonSet per group: each Pod mounts one memory segment (and optionally a disk tier).
+import type { DaemonSet } from 'kubernetes-types/apps/v1.js';
+import type { Container, EnvVar, PodSpec, Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
 import type { MemberGroup } from '../../api/kvcache-backend.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
@@ -34,14 +36,7 @@ import {
   storeSecurityContext,
 } from './render-hardening.ts';
 import { leaderRpcPort } from './render-leader.ts';
-import {
-  type EnvVar,
-  localDiskVolume,
-  surveyContainer,
-  tierEnv,
-  tierVolume,
-  unmountHook,
-} from './render-tier.ts';
+import { localDiskVolume, surveyContainer, tierEnv, tierVolume, unmountHook } from './render-tier.ts';
 
 export const memberBasePort = 8080;
 // Member shutdown budget, on top of the tier's scale-in grace.
@@ -121,7 +116,7 @@ function fabricCapabilities(backend: KVCacheBackend, group: MemberGroup): string
   return usesHostFabric(backend, group) ? ['IPC_LOCK', 'SYS_RESOURCE'] : [];
 }
 
-function memberVolumes(group: MemberGroup) {
+function memberVolumes(group: MemberGroup): Volume[] {
   const disk = groupDisk(group);
   return [
     scratchVolume,
@@ -133,7 +128,7 @@ function memberVolumes(group: MemberGroup) {
   ];
 }
 
-function memberVolumeMounts(group: MemberGroup) {
+function memberVolumeMounts(group: MemberGroup): VolumeMount[] {
   const disk = groupDisk(group);
   return [
     scratchMount,
@@ -146,7 +141,7 @@ function memberVolumeMounts(group: MemberGroup) {
   ];
 }
 
-function memberContainer(backend: KVCacheBackend, index: number, ctx: BackendRenderContext) {
+function memberContainer(backend: KVCacheBackend, index: number, ctx: BackendRenderContext): Container {
   const group = managedConnection(backend).members[index]!;
   const images = resolveImages(backend, ctx.defaultImage);
   const port = memberPort(index);
@@ -180,7 +175,7 @@ function tierGraceSeconds(backend: KVCacheBackend): number {
   return managedConnection(backend).scaleIn?.gracePeriodSeconds ?? 0;
 }
 
-function memberPodSpec(backend: KVCacheBackend, index: number, ctx: BackendRenderContext) {
+function memberPodSpec(backend: KVCacheBackend, index: number, ctx: BackendRenderContext): PodSpec {
   const group = managedConnection(backend).members[index]!;
   const readsLease = membersReadLease(backend);
   const fabric = usesHostFabric(backend, group);
@@ -214,7 +209,7 @@ export function renderMemberDaemonSet(
   backend: KVCacheBackend,
   index: number,
   ctx: BackendRenderContext,
-): KubeObject {
+): KubeObject<DaemonSet> {
   const group = managedConnection(backend).members[index];
   if (!group) throw new Error(`KVCacheBackend ${backendName(backend)} has no members[${index}]`);
   const component = memberComponent(index);
@@ -236,5 +231,5 @@ export function renderMemberDaemonSet(
         spec: template.spec,
       },
     },
-  } as KubeObject;
+  };
 }

@@ -1,12 +1,12 @@
 // What a local disk tier adds to a member Pod (spec §7): offload env, the host directory, survey and preStop.
 
+import type { Container, EnvVar, Lifecycle, Volume } from 'kubernetes-types/core/v1.js';
 import type { MemberGroup } from '../../api/kvcache-backend.ts';
 import { shellQuote } from '../../shell.ts';
 import { parseQuantityBytes } from './quantity.ts';
 import { smallJobResources, storeSecurityContext } from './render-hardening.ts';
 
 export type LocalDisk = NonNullable<MemberGroup['localDisks']>[number];
-export type EnvVar = { name: string; value?: string; valueFrom?: { fieldRef: { fieldPath: string } } };
 
 export const localDiskVolume = 'local-disk';
 // Operator-chosen buckets: the store's defaults (256 MB / 500 keys) would leave modest tiers empty.
@@ -67,7 +67,7 @@ export function tierEnv(disk: LocalDisk): EnvVar[] {
 }
 
 /** The tier directory; `Directory`, never `DirectoryOrCreate`: the admin prepares it with the right owner. */
-export function tierVolume(disk: LocalDisk) {
+export function tierVolume(disk: LocalDisk): Volume {
   return { name: localDiskVolume, hostPath: { path: disk.path, type: 'Directory' } };
 }
 
@@ -83,7 +83,7 @@ export function surveyScript(path: string): string {
 }
 
 /** The init container whose termination message tells whether the tier started empty; it runs as the member does. */
-export function surveyContainer(disk: LocalDisk, image: string, pullPolicy: string, user: number) {
+export function surveyContainer(disk: LocalDisk, image: string, pullPolicy: string, user: number): Container {
   return {
     name: 'local-disk-survey',
     image,
@@ -97,7 +97,7 @@ export function surveyContainer(disk: LocalDisk, image: string, pullPolicy: stri
 }
 
 /** preStop: deregister the tier first so peers get clean misses while the process drains for `grace`. */
-export function unmountHook(port: number, grace: number) {
+export function unmountHook(port: number, grace: number): Lifecycle {
   // The member's REST server listens on the Pod IP (MOONCAKE_LOCAL_HOSTNAME), not on every address.
   const url = `http://' + os.environ.get('MOONCAKE_LOCAL_HOSTNAME', '127.0.0.1') + ':${port}/api/unmount_local_disk`;
   const script =

@@ -1,4 +1,10 @@
 // Everything a managed KVCacheBackend runs, rendered as server-side-apply intent (pure: same input, same bytes).
+import type { DaemonSet, Deployment } from 'kubernetes-types/apps/v1.js';
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
+import type { Service, ServiceAccount } from 'kubernetes-types/core/v1.js';
+import type { NetworkPolicy } from 'kubernetes-types/networking/v1.js';
+import type { PodDisruptionBudget } from 'kubernetes-types/policy/v1.js';
+import type { Role, RoleBinding } from 'kubernetes-types/rbac/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { managedConnection } from './effective-spec.ts';
@@ -25,17 +31,17 @@ export interface BackendRenderContext {
 }
 
 export interface RenderedBackend {
-  leaderDeployment: KubeObject;
-  leaderService: KubeObject;
-  adminService: KubeObject;
+  leaderDeployment: KubeObject<Deployment>;
+  leaderService: KubeObject<Service>;
+  adminService: KubeObject<Service>;
   /** Empty without an election. */
-  rbac: KubeObject[];
+  rbac: KubeObject<ServiceAccount | Role | RoleBinding>[];
   /** Without an election, none. */
-  lease: KubeObject | undefined;
-  networkPolicies: KubeObject[];
-  disruptionBudget: KubeObject;
+  lease: KubeObject<Lease> | undefined;
+  networkPolicies: KubeObject<NetworkPolicy>[];
+  disruptionBudget: KubeObject<PodDisruptionBudget>;
   /** One per `members[i]`, in group order. */
-  memberDaemonSets: KubeObject[];
+  memberDaemonSets: KubeObject<DaemonSet>[];
 }
 
 /** The leader Deployment and Services, the election's RBAC and Lease, the policies and one DaemonSet per member group. */

@@ -1,6 +1,7 @@
 // The backend's conditions, phase, capacity and member rows, decided from what the store and the
 // cluster report (KV-cache spec §2.1, §4.7, §5.4). Pure: the reconciler gathers a BackendView and
 // writes what this returns.
+import type { KVCacheBackendStatus } from '../../api/kvcache-backend.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import { capacityFrom, type StoreObservation } from '../../store/observe.ts';
 import { type DecidedCondition, decided, nameList } from '../conditions.ts';
@@ -50,15 +51,8 @@ export interface BackendView {
   tierWasEmpty?: DecidedCondition;
 }
 
-export interface MemberRow {
-  segmentID: string;
-  clientID?: string;
-  segmentName?: string;
-  nodeName?: string;
-  medium?: string;
-  protocol?: string;
-  state?: string;
-}
+/** One row of status.members. */
+export type MemberRow = NonNullable<KVCacheBackendStatus['members']>[number];
 
 export interface BackendStatusDecision {
   phase: 'Provisioning' | 'Ready' | 'Degraded' | 'Error' | 'Deleting';

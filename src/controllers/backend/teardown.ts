@@ -1,6 +1,7 @@
 // Deleting a backend (KV-cache spec §8): held while a pool uses it; then the leader Deployment, its
 // Service and every member DaemonSet this backend owns are deleted, and the finalizer is removed only
 // once their Pods are gone (or, past termination grace + 2 minutes, abandoned with a Warning event).
+import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend, KVCachePool } from '../../api/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { KubeObject } from '../../kube/object.ts';
@@ -16,10 +17,8 @@ const abandonMarginMs = 120_000;
 
 export type TeardownOutcome = { done: true } | { done: false; message: string };
 
-type PodLike = KubeObject & { spec?: { nodeName?: string; terminationGracePeriodSeconds?: number } };
-
 /** A terminating Pod past its grace period plus two minutes is abandoned, not waited for. */
-function abandoned(pod: PodLike): boolean {
+function abandoned(pod: KubeObject<Pod>): boolean {
   if (!pod.metadata.deletionTimestamp) return false;
   const grace = (pod.spec?.terminationGracePeriodSeconds ?? 30) * 1000;
   return Date.now() - Date.parse(pod.metadata.deletionTimestamp) > grace + abandonMarginMs;
@@ -60,9 +59,9 @@ export async function teardownBackend(
     await ctx.client.delete(ref, { propagationPolicy: 'Background' });
   }
   // The tier's cleanup Pods run after the members are gone; they are not workloads to wait for.
-  const pods = (informers.pods.byIndex(byInstance, name) as PodLike[]).filter(
-    (p) => p.metadata.labels?.['app.kubernetes.io/component'] !== 'tier-cleanup',
-  );
+  const pods = informers.pods
+    .byIndex(byInstance, name)
+    .filter((p) => p.metadata.labels?.['app.kubernetes.io/component'] !== 'tier-cleanup');
   const waiting = pods.filter((p) => !abandoned(p));
   for (const p of pods.filter(abandoned)) {
     if (warned.has(p.metadata.uid!)) continue;

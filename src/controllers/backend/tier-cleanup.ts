@@ -3,6 +3,7 @@
 // node and a 5-minute deadline each; never a path another backend's tier also uses. Outcomes that
 // leave content behind are Warning events on the Node.
 import { createHash } from 'node:crypto';
+import type { Node, Pod } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { shellQuote } from '../../shell.ts';
@@ -13,9 +14,7 @@ import { tierCleanupComponent } from './render-access.ts';
 import { smallJobResources, storeSecurityContext } from './render-hardening.ts';
 import { memberUser } from './render-members.ts';
 
-type Node = KubeObject & { metadata: { labels?: Record<string, string> } };
-type CleanupPod = KubeObject & { status?: { phase?: string } };
-
+/** The cleanup of one group's tier directory on one node. */
 interface Job {
   group: number;
   path: string;
@@ -79,7 +78,7 @@ export class TierCleanup {
     const known = this.plans.get(backend.metadata.uid!);
     if (known) return known;
     if (!backend.spec.connection.managed) return []; // an external store's disks are not ours
-    const nodes = (await this.ctx.client.list<Node>({ apiVersion: 'v1', kind: 'Node' })).items;
+    const nodes = (await this.ctx.client.list<KubeObject<Node>>({ apiVersion: 'v1', kind: 'Node' })).items;
     const jobs: Job[] = [];
     managedConnection(backend).members.forEach((group, i) => {
       const disk = groupDisk(group);
@@ -126,7 +125,7 @@ export class TierCleanup {
         `${job.path} of backend ${backend.metadata.name} overlaps backend ${shared}'s tier; nothing was removed`,
       );
     }
-    const pod = await this.ctx.client.find<CleanupPod>(ref);
+    const pod = await this.ctx.client.find<KubeObject<Pod>>(ref);
     if (!pod) return this.create(backend, job, name);
     const phase = pod.status?.phase;
     const age = Date.now() - Date.parse(pod.metadata.creationTimestamp ?? new Date().toISOString());
@@ -166,7 +165,7 @@ export class TierCleanup {
         `no image to empty ${job.path} with: ${String(err)}`,
       );
     }
-    await this.ctx.client.create({
+    await this.ctx.client.create<KubeObject<Pod>>({
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: {
@@ -197,6 +196,6 @@ export class TierCleanup {
         ],
         volumes: [{ name: 'local-disk', hostPath: { path: job.path, type: 'Directory' } }],
       },
-    } as KubeObject);
+    });
   }
 }

@@ -1,10 +1,11 @@
 // Whether a disk tier started empty (KV-cache spec §7, `TierWasEmpty`): each member Pod's survey init
 // container writes `entries=<n> control=<m>` to its termination message; the condition is decided once
 // from the backend's first member Pods and never revisited. Pure.
+import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { Condition } from '../../api/schema.ts';
+import type { KubeObject } from '../../kube/object.ts';
 import type { DecidedCondition } from '../conditions.ts';
 import { nameList } from '../conditions.ts';
-import type { Pod } from './pod-view.ts';
 
 export const surveyContainerName = 'local-disk-survey';
 /** Only Pods created this soon after the backend count as its first members. */
@@ -17,7 +18,7 @@ export interface SurveyReading {
   control: number;
 }
 
-export function readSurvey(pod: Pod): SurveyReading | undefined {
+export function readSurvey(pod: KubeObject<Pod>): SurveyReading | undefined {
   const s = pod.status?.initContainerStatuses?.find((c) => c.name === surveyContainerName);
   const m = /entries=(-?\d+)\s+control=(-?\d+)/.exec(s?.state?.terminated?.message ?? '');
   if (!m) return undefined;
@@ -30,7 +31,7 @@ export function readSurvey(pod: Pod): SurveyReading | undefined {
 }
 
 /** First member Pods of a backend: created within the survey window after the backend itself. */
-export function firstMembers(pods: Pod[], backendCreated: string | undefined): Pod[] {
+export function firstMembers(pods: KubeObject<Pod>[], backendCreated: string | undefined): KubeObject<Pod>[] {
   const start = backendCreated ? Date.parse(backendCreated) : 0;
   return pods.filter((p) => Date.parse(p.metadata.creationTimestamp ?? '') - start <= surveyWindowMs);
 }

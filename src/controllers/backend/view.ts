@@ -1,7 +1,9 @@
 // Gathers what the backend's status is decided from: the store's latest observation and the
 // cluster objects of the backend, all from caches (no API reads).
+import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
+import type { KubeObject } from '../../kube/object.ts';
 import type { StoreObservation } from '../../store/observe.ts';
 import type { OperatorContext } from '../context.ts';
 import { anyDiskTier, electionOn, managedConnection } from './effective-spec.ts';
@@ -12,10 +14,10 @@ import {
   memberComponent,
   memberDaemonSetName,
 } from './labels.ts';
-import { type Pod, viewPod } from './pod-view.ts';
+import { viewPod } from './pod-view.ts';
 import { leaderAdminPort } from './render-leader.ts';
 import type { MemberRollPlan } from './rollout-plan.ts';
-import { type BackendView, endpointHost, type MemberRow } from './status.ts';
+import { type BackendView, endpointHost } from './status.ts';
 import { decideTierWasEmpty, firstMembers, readSurvey } from './tier-survey.ts';
 import { type BackendInformers, byBackend, byInstance, byInvolvedUid, byService } from './watches.ts';
 
@@ -66,7 +68,7 @@ export function leaseHolder(
 }
 
 /** TierWasEmpty from the first member Pods of the groups that declare a tier (decided once). */
-function tierVerdict(backend: KVCacheBackend, informers: BackendInformers, pods: Pod[]) {
+function tierVerdict(backend: KVCacheBackend, informers: BackendInformers, pods: KubeObject<Pod>[]) {
   const groups = managedConnection(backend)
     .members.map((g, i) => (g.localDisks?.length ? i : -1))
     .filter((i) => i >= 0);
@@ -79,11 +81,8 @@ function tierVerdict(backend: KVCacheBackend, informers: BackendInformers, pods:
     (p) => readSurvey(p) ?? [],
   );
   const desired = groups
-    .map(
-      (i) =>
-        informers.daemonSets.get(memberDaemonSetName(backend, i), inGroups[0]?.metadata.namespace ?? '') as
-          | { status?: { desiredNumberScheduled?: number } }
-          | undefined,
+    .map((i) =>
+      informers.daemonSets.get(memberDaemonSetName(backend, i), inGroups[0]?.metadata.namespace ?? ''),
     )
     .reduce((n, ds) => n + (ds?.status?.desiredNumberScheduled ?? 0), 0);
   return decideTierWasEmpty(readings, desired, previous);
@@ -144,7 +143,7 @@ export function buildBackendView(
     handover: extra.handover,
     election: managed && electionOn(backend),
     lease: lease ? { holder: lease.spec?.holderIdentity || undefined } : undefined,
-    previousMembers: backend.status?.members as MemberRow[] | undefined,
+    previousMembers: backend.status?.members,
     tierWasEmpty: managed ? tierVerdict(backend, informers, pods) : undefined,
   };
 }

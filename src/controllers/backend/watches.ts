@@ -1,4 +1,8 @@
 // The collections the backend controller reads, and how their events map to backend keys.
+import type { DaemonSet, Deployment } from 'kubernetes-types/apps/v1.js';
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
+import type { Event, Node, Pod, Service } from 'kubernetes-types/core/v1.js';
+import type { EndpointSlice } from 'kubernetes-types/discovery/v1.js';
 import type { KVCacheBackend, KVCachePool } from '../../api/types.ts';
 import type { Controller } from '../../kube/controller.ts';
 import type { Informer } from '../../kube/informer.ts';
@@ -6,44 +10,21 @@ import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { type OperatorContext, workerApiVersion } from '../context.ts';
 import { componentLabel, instanceLabel, nameLabel } from './labels.ts';
-import type { Pod } from './pod-view.ts';
-
-export type Deployment = KubeObject & {
-  spec?: { replicas?: number; template?: { spec?: { containers?: { args?: string[] }[] } } };
-  status?: {
-    replicas?: number;
-    updatedReplicas?: number;
-    readyReplicas?: number;
-    observedGeneration?: number;
-  };
-};
-export type EndpointSlice = KubeObject & {
-  endpoints?: { addresses: string[]; conditions?: { ready?: boolean } }[];
-  ports?: { name?: string; port?: number }[];
-};
-export type Lease = KubeObject & { spec?: { holderIdentity?: string; leaseTransitions?: number } };
-export type Node = KubeObject & { spec?: { unschedulable?: boolean } };
 
 export interface BackendInformers {
   backends: Informer<KVCacheBackend>;
   pools: Informer<KVCachePool>;
-  pods: Informer<Pod>;
-  deployments: Informer<Deployment>;
-  daemonSets: Informer<KubeObject>;
-  services: Informer<KubeObject>;
-  slices: Informer<EndpointSlice>;
-  leases: Informer<Lease>;
+  pods: Informer<KubeObject<Pod>>;
+  deployments: Informer<KubeObject<Deployment>>;
+  daemonSets: Informer<KubeObject<DaemonSet>>;
+  services: Informer<KubeObject<Service>>;
+  slices: Informer<KubeObject<EndpointSlice>>;
+  leases: Informer<KubeObject<Lease>>;
   /** Nodes, for whether a leader's node is cordoned (a drain hands leadership over first). */
-  nodes: Informer<Node>;
+  nodes: Informer<KubeObject<Node>>;
   /** Warning events about mounts the kubelet could not make (a missing tier directory). */
-  mountFailures: Informer<MountEvent>;
+  mountFailures: Informer<KubeObject<Event>>;
 }
-
-export type MountEvent = KubeObject & {
-  involvedObject?: { name?: string; uid?: string };
-  message?: string;
-  lastTimestamp?: string;
-};
 export const byInvolvedUid = 'involved';
 
 const storeSelector = `${nameLabel}=kv-cache-backend`;
@@ -66,41 +47,46 @@ export function backendInformers(ctx: OperatorContext): BackendInformers {
       kind: 'KVCachePool',
       indexers: { [byBackend]: (p) => p.spec.backends ?? [] },
     }),
-    pods: f.get<Pod>({
+    pods: f.get<KubeObject<Pod>>({
       apiVersion: 'v1',
       kind: 'Pod',
       namespace: ns,
       labelSelector: storeSelector,
       indexers: { [byInstance]: instanceOf },
     }),
-    deployments: f.get<Deployment>({
+    deployments: f.get<KubeObject<Deployment>>({
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       namespace: ns,
       labelSelector: storeSelector,
     }),
-    daemonSets: f.get({
+    daemonSets: f.get<KubeObject<DaemonSet>>({
       apiVersion: 'apps/v1',
       kind: 'DaemonSet',
       namespace: ns,
       labelSelector: storeSelector,
       indexers: { [byInstance]: instanceOf },
     }),
-    services: f.get({ apiVersion: 'v1', kind: 'Service', namespace: ns, labelSelector: storeSelector }),
-    slices: f.get<EndpointSlice>({
+    services: f.get<KubeObject<Service>>({
+      apiVersion: 'v1',
+      kind: 'Service',
+      namespace: ns,
+      labelSelector: storeSelector,
+    }),
+    slices: f.get<KubeObject<EndpointSlice>>({
       apiVersion: 'discovery.k8s.io/v1',
       kind: 'EndpointSlice',
       namespace: ns,
       indexers: { [byService]: (s) => [s.metadata.labels?.['kubernetes.io/service-name'] ?? ''] },
     }),
-    leases: f.get<Lease>({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: ns }),
-    nodes: f.get<Node>({ apiVersion: 'v1', kind: 'Node' }),
-    mountFailures: f.get<MountEvent>({
+    leases: f.get<KubeObject<Lease>>({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: ns }),
+    nodes: f.get<KubeObject<Node>>({ apiVersion: 'v1', kind: 'Node' }),
+    mountFailures: f.get<KubeObject<Event>>({
       apiVersion: 'v1',
       kind: 'Event',
       namespace: ns,
       fieldSelector: 'reason=FailedMount',
-      indexers: { [byInvolvedUid]: (e) => (e.involvedObject?.uid ? [e.involvedObject.uid] : []) },
+      indexers: { [byInvolvedUid]: (e) => (e.involvedObject.uid ? [e.involvedObject.uid] : []) },
     }),
   };
 }
@@ -116,12 +102,13 @@ export function wireBackendWatches(controller: Controller, i: BackendInformers, 
   controller.watch(i.pools, (p, _e, old) => [
     ...new Set([...(p.spec.backends ?? []), ...(old?.spec.backends ?? [])]),
   ]);
-  for (const inf of [i.pods, i.deployments, i.daemonSets, i.services] as Informer<KubeObject>[]) {
-    controller.watch(inf, instanceOf);
-  }
+  controller.watch(i.pods, instanceOf);
+  controller.watch(i.deployments, instanceOf);
+  controller.watch(i.daemonSets, instanceOf);
+  controller.watch(i.services, instanceOf);
   controller.watch(i.slices, (s) => leaderOwner(s.metadata.labels?.['kubernetes.io/service-name']));
   controller.watch(i.mountFailures, (e) => {
-    const pod = i.pods.list().find((p) => p.metadata.uid === e.involvedObject?.uid);
+    const pod = i.pods.list().find((p) => p.metadata.uid === e.involvedObject.uid);
     return pod ? instanceOf(pod) : [];
   });
   controller.watch(i.leases, (l, event, old) =>

@@ -100,7 +100,7 @@ export class ModelDeploymentReconciler {
       domainUsageBytes: usage === undefined ? undefined : Number(parseQuantityBytes(usage)),
       renderFailure,
     });
-    await applyStatus(this.ctx.client, md as KubeObject & { status?: Record<string, unknown> }, {
+    await applyStatus(this.ctx.client, md, {
       phase: d.phase,
       phaseMessage: d.phaseMessage,
       conditions: mergeConditions(md.status?.conditions, d.conditions, md.metadata.generation, new Date()),

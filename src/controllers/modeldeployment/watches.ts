@@ -1,9 +1,10 @@
 // What the ModelDeployment controller reads, and how events map to deployment keys.
+import type { Deployment } from 'kubernetes-types/apps/v1.js';
+import type { Node, Pod, Service } from 'kubernetes-types/core/v1.js';
 import type { InstanceType, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import type { Controller } from '../../kube/controller.ts';
 import { type Informer, objectKey } from '../../kube/informer.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import type { Pod } from '../backend/pod-view.ts';
 import { type OperatorContext, workerApiVersion } from '../context.ts';
 import { byBindingRef, byPool, type PoolInformers, poolInformers } from '../pool/watches.ts';
 import { isAcceleratorLabel } from './runner-image.ts';
@@ -12,17 +13,12 @@ export const byInstanceNs = 'instance-ns';
 const selector = 'app.kubernetes.io/name=model-deployment';
 
 export interface DeploymentInformers extends PoolInformers {
-  workloads: Informer<
-    KubeObject & {
-      spec?: { replicas?: number; template?: { metadata?: KubeObject['metadata'] } };
-      status?: { readyReplicas?: number; updatedReplicas?: number; observedGeneration?: number };
-    }
-  >;
-  engineServices: Informer<KubeObject>;
-  enginePods: Informer<Pod>;
+  workloads: Informer<KubeObject<Deployment>>;
+  engineServices: Informer<KubeObject<Service>>;
+  enginePods: Informer<KubeObject<Pod>>;
   instanceTypes: Informer<InstanceType>;
   /** Nodes, for the accelerator runtime version a default image is tagged with. */
-  nodes: Informer<KubeObject>;
+  nodes: Informer<KubeObject<Node>>;
 }
 
 const instanceNs = (o: KubeObject) => {
@@ -34,26 +30,26 @@ export function deploymentInformers(ctx: OperatorContext): DeploymentInformers {
   const f = ctx.informers;
   return {
     ...poolInformers(ctx),
-    workloads: f.get({
+    workloads: f.get<KubeObject<Deployment>>({
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       labelSelector: selector,
       indexers: { [byInstanceNs]: instanceNs },
     }),
-    engineServices: f.get({
+    engineServices: f.get<KubeObject<Service>>({
       apiVersion: 'v1',
       kind: 'Service',
       labelSelector: selector,
       indexers: { [byInstanceNs]: instanceNs },
     }),
-    enginePods: f.get<Pod>({
+    enginePods: f.get<KubeObject<Pod>>({
       apiVersion: 'v1',
       kind: 'Pod',
       labelSelector: selector,
       indexers: { [byInstanceNs]: instanceNs },
     }),
     instanceTypes: f.get<InstanceType>({ apiVersion: workerApiVersion, kind: 'InstanceType' }),
-    nodes: f.get({ apiVersion: 'v1', kind: 'Node' }),
+    nodes: f.get<KubeObject<Node>>({ apiVersion: 'v1', kind: 'Node' }),
   };
 }
 
@@ -68,8 +64,9 @@ export function wireDeploymentWatches(
   ctx: OperatorContext,
 ): void {
   controller.watch(i.modelDeployments, (m) => [objectKey(m)]);
-  for (const inf of [i.workloads, i.engineServices, i.enginePods] as Informer<KubeObject>[])
-    controller.watch(inf, instanceNs);
+  controller.watch(i.workloads, instanceNs);
+  controller.watch(i.engineServices, instanceNs);
+  controller.watch(i.enginePods, instanceNs);
   const byBinding = (b: KVCachePoolBinding) =>
     i.modelDeployments.byIndex(byBindingRef, `${b.metadata.namespace}/${b.metadata.name}`).map(objectKey);
   controller.watch(i.bindings, byBinding);

@@ -211,7 +211,7 @@ export class PoolReconciler {
   }
 
   private async writeStatus(obj: KVCachePool | KVCachePoolBinding, d: Decision<Record<string, unknown>>) {
-    await applyStatus(this.ctx.client, obj as KubeObject & { status?: Record<string, unknown> }, {
+    await applyStatus(this.ctx.client, obj, {
       phase: d.phase,
       phaseMessage: d.phaseMessage,
       conditions: mergeConditions(obj.status?.conditions, d.conditions, obj.metadata.generation, new Date()),
