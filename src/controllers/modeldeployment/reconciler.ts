@@ -2,6 +2,7 @@
 // connection its Binding resolves to (none at all while the pool is unusable, keeping running replicas
 // as they are), and reports roles, the cache and the conditions of ModelDeployment spec §2.
 
+import type { DeploymentSpec } from 'kubernetes-types/apps/v1.js';
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
 import { injectedAnnotation } from '../../inject/types.ts';
 import { Controller, type ReconcileResult, splitKey } from '../../kube/controller.ts';
@@ -124,18 +125,16 @@ export class ModelDeploymentReconciler {
       if (md.spec.kvCache && !connected && live && liveInjected) {
         // No connection this pass: keep the replicas as they run (a store blink must not restart them all).
         heldByCache = true;
-        const replicas = (d as { spec?: { replicas?: number } }).spec?.replicas;
+        const replicas = d.spec?.replicas;
         // The count alone, applied by its own field manager: the template stays as it runs.
+        const count: KubeObject<{ spec: Pick<DeploymentSpec, 'replicas'> }> = {
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name: d.metadata.name, namespace },
+          spec: { replicas },
+        };
         if (live.spec?.replicas !== replicas)
-          await this.ctx.client.apply(
-            {
-              apiVersion: 'apps/v1',
-              kind: 'Deployment',
-              metadata: { name: d.metadata.name, namespace },
-              spec: { replicas },
-            } as KubeObject,
-            { fieldManager: fieldManagers.replicas },
-          );
+          await this.ctx.client.apply(count, { fieldManager: fieldManagers.replicas });
         continue;
       }
       await applyChild(this.ctx.client, d, live, this.appliedOnce);

@@ -1,6 +1,6 @@
 // The engine container of one role before any cache is attached: image, argv, env, ports, probes and
 // resources (ModelDeployment spec §1.4, §1.5).
-import type { EnvVar } from 'kubernetes-types/core/v1.js';
+import type { Container, ContainerPort, EnvVar, VolumeMount } from 'kubernetes-types/core/v1.js';
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
 import { defaultEnv } from '../../inject/env.ts';
@@ -59,7 +59,10 @@ function probeScheme(role: ModelDeploymentRole, engine: EngineFamily): 'HTTP' | 
   return certReqs === undefined || certReqs === '0' || certReqs === '1' ? 'HTTPS' : undefined;
 }
 
-function healthProbes(role: ModelDeploymentRole, engine: EngineFamily) {
+function healthProbes(
+  role: ModelDeploymentRole,
+  engine: EngineFamily,
+): Pick<Container, 'startupProbe' | 'readinessProbe' | 'livenessProbe'> {
   const scheme = probeScheme(role, engine);
   if (!scheme) return {};
   const httpGet = { path: '/health', port: servingPort(role), scheme };
@@ -71,7 +74,7 @@ function healthProbes(role: ModelDeploymentRole, engine: EngineFamily) {
   };
 }
 
-function containerPorts(role: ModelDeploymentRole) {
+function containerPorts(role: ModelDeploymentRole): ContainerPort[] {
   const ports = role.ports?.length ? role.ports : [{ port: defaultServingPort }];
   return ports.map((p, i) => ({
     name: i === 0 ? 'http' : `port-${i}`,
@@ -86,7 +89,7 @@ export interface EngineDraft {
   /** extraArgs, kept apart until the injection has placed its flags before them. */
   args: string[];
   env: EnvVar[];
-  volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean; subPath?: string }>;
+  volumeMounts: VolumeMount[];
 }
 
 /** The draft of a role's engine argv and env: verbatim for a take-over, the operator's otherwise. */
@@ -113,7 +116,7 @@ export function engineContainer(
   draft: EngineDraft,
   overcommit: boolean,
   runtimeVersion?: string,
-): Record<string, unknown> {
+): Container {
   const engine = engineFamily(md, type);
   return {
     name: engineContainerName,

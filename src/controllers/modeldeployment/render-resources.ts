@@ -1,11 +1,7 @@
 // A role's container resources, derived from its InstanceType (ModelDeployment spec §1.5).
+import type { ResourceRequirements } from 'kubernetes-types/core/v1.js';
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
 import type { InstanceType } from '../../api/types.ts';
-
-export interface ContainerResources {
-  limits: Record<string, string>;
-  requests: Record<string, string>;
-}
 
 const deviceResources: Record<string, string> = {
   nvidia: 'nvidia.com/gpu',
@@ -58,7 +54,7 @@ export function roleResources(
   role: ModelDeploymentRole,
   type: InstanceType,
   overcommit: boolean,
-): ContainerResources {
+): ResourceRequirements {
   const cards = acceleratorCount(role, type);
   const units = Math.max(cards, 1);
   // A CPU-only type has no device to ask for, whatever count the role names.

@@ -1,6 +1,7 @@
 // The ModelDeployment's children: one Deployment `<md>-<role>` per role, a Service `<md>` for the
 // whole deployment and one `<md>-<role>` per role. Pure; see docs/decisions/0008.
-import type { Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
+import type { Deployment } from 'kubernetes-types/apps/v1.js';
+import type { PodTemplateSpec, Service, Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
 import { injectCache } from '../../inject/inject.ts';
@@ -37,8 +38,8 @@ export interface ModelDeploymentRenderContext {
 }
 
 export interface RenderedModelDeployment {
-  deployments: KubeObject[];
-  services: KubeObject[];
+  deployments: KubeObject<Deployment>[];
+  services: KubeObject<Service>[];
 }
 
 /** The port of the `<md>` Service, whatever port each role serves on (status.endpoint names it). */
@@ -117,7 +118,11 @@ function attachCache(
   };
 }
 
-function podTemplate(md: ModelDeployment, role: ModelDeploymentRole, ctx: ModelDeploymentRenderContext) {
+function podTemplate(
+  md: ModelDeployment,
+  role: ModelDeploymentRole,
+  ctx: ModelDeploymentRenderContext,
+): PodTemplateSpec {
   const type = instanceTypeOf(role, ctx);
   const pod = attachCache(md, role, type, ctx);
   const pullSecrets = role.imagePullSecrets;
@@ -139,7 +144,7 @@ export function renderRoleDeployment(
   md: ModelDeployment,
   role: ModelDeploymentRole,
   ctx: ModelDeploymentRenderContext,
-): KubeObject {
+): KubeObject<Deployment> {
   if ((role.size ?? 1) > 1)
     throw new Error(
       `role ${role.name}: size ${role.size} is not supported (one Pod per replica); set size to 1`,
@@ -154,7 +159,7 @@ export function renderRoleDeployment(
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
       template: podTemplate(md, role, ctx),
     },
-  } as KubeObject;
+  };
 }
 
 interface ServiceShape {
@@ -165,7 +170,7 @@ interface ServiceShape {
   protocol: string;
 }
 
-function service(md: ModelDeployment, shape: ServiceShape): KubeObject {
+function service(md: ModelDeployment, shape: ServiceShape): KubeObject<Service> {
   return {
     apiVersion: 'v1',
     kind: 'Service',
@@ -175,11 +180,11 @@ function service(md: ModelDeployment, shape: ServiceShape): KubeObject {
       selector: shape.selector,
       ports: [{ name: 'http', port: servicePort, targetPort: shape.targetPort, protocol: shape.protocol }],
     },
-  } as KubeObject;
+  };
 }
 
 /** `<md>` reaches every role by the named port, since roles may serve on different ports. */
-export function renderServices(md: ModelDeployment): KubeObject[] {
+export function renderServices(md: ModelDeployment): KubeObject<Service>[] {
   const whole = deploymentSelector(md);
   return [
     service(md, {

@@ -4,7 +4,6 @@
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
-import type { KubeObject } from '../../kube/object.ts';
 import { gaugeBytes } from '../../store/prometheus.ts';
 import { allocatableBytes, tenantFigures } from '../../store/tenant-metrics.ts';
 import { applyChild, applyStatus, eachWrite, ensureFinalizer, removeFinalizer } from '../apply.ts';
@@ -183,9 +182,7 @@ export class PoolReconciler {
     outcome: LedgerOutcome | undefined,
     registered: Set<string>,
   ) {
-    const live = this.informers.policies.get(seedConfigMapName(backend.metadata.name!), this.ctx.namespace) as
-      | (KubeObject & { data?: Record<string, string> })
-      | undefined;
+    const live = this.informers.policies.get(seedConfigMapName(backend.metadata.name!), this.ctx.namespace);
     const tenants = seedTenants({
       desired: new Map([...plan.desired].map(([d, claim]) => [d, claim.bytes])),
       registered,

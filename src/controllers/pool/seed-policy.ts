@@ -1,6 +1,8 @@
 // The tenant policy a managed leader loads at start (ConfigMap `<backend>-tenant-quota-policy`): the
 // master's whole explicit ledger as this pass leaves it — the Bindings' tenants and everyone else's —
 // sorted, as the store's `version: 1` YAML, so a new leader starts with every tenant. Pure.
+
+import type { ConfigMap } from 'kubernetes-types/core/v1.js';
 import { parse, stringify } from 'yaml';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
@@ -73,7 +75,7 @@ export function renderSeedConfigMap(
   backend: KVCacheBackend,
   namespace: string,
   tenants: Map<string, bigint>,
-): KubeObject {
+): KubeObject<ConfigMap> {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -84,5 +86,5 @@ export function renderSeedConfigMap(
       ownerReferences: [{ ...backendOwnerReference(backend), controller: false }],
     },
     data: { [policyKey]: renderPolicy(tenants) },
-  } as KubeObject;
+  };
 }

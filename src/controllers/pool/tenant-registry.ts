@@ -1,6 +1,7 @@
 // The tenants this operator registered on one master (ConfigMap `<backend>-tenant-registry`): the only
 // ledger entries it may write over or delete. A name is added before the tenant is first written and
 // removed once it is gone, so no tenant this operator created is ever taken for someone else's.
+import type { ConfigMap } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { KubeObject } from '../../kube/object.ts';
@@ -14,7 +15,11 @@ export function registryConfigMapName(backend: string): string {
 }
 
 /** One tenant name a line, sorted. */
-export function renderRegistry(backend: KVCacheBackend, namespace: string, tenants: Set<string>): KubeObject {
+export function renderRegistry(
+  backend: KVCacheBackend,
+  namespace: string,
+  tenants: Set<string>,
+): KubeObject<ConfigMap> {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -25,7 +30,7 @@ export function renderRegistry(backend: KVCacheBackend, namespace: string, tenan
       ownerReferences: [{ ...backendOwnerReference(backend), controller: false }],
     },
     data: { [registryKey]: [...tenants].sort().join('\n') },
-  } as KubeObject;
+  };
 }
 
 export function parseRegistry(text: string | undefined): Set<string> {
@@ -41,7 +46,7 @@ export async function readRegistry(
   namespace: string,
   backend: string,
 ): Promise<Set<string> | undefined> {
-  const cm = await client.find<KubeObject & { data?: Record<string, string> }>({
+  const cm = await client.find<KubeObject<ConfigMap>>({
     apiVersion: 'v1',
     kind: 'ConfigMap',
     namespace,

@@ -1,5 +1,6 @@
 // What the pool controller reads and how events map to its key: one key per backend (one ledger per
 // master), plus one key for Bindings whose pool does not exist.
+import type { ConfigMap } from 'kubernetes-types/core/v1.js';
 import type { KVCachePool, KVCachePoolBinding, ModelDeployment } from '../../api/types.ts';
 import type { Controller } from '../../kube/controller.ts';
 import type { Informer } from '../../kube/informer.ts';
@@ -15,7 +16,7 @@ export const unpooledKey = '~unpooled';
 export interface PoolInformers extends BackendInformers {
   bindings: Informer<KVCachePoolBinding>;
   modelDeployments: Informer<ModelDeployment>;
-  policies: Informer<KubeObject>;
+  policies: Informer<KubeObject<ConfigMap>>;
 }
 
 export function poolInformers(ctx: OperatorContext): PoolInformers {
@@ -26,7 +27,7 @@ export function poolInformers(ctx: OperatorContext): PoolInformers {
       kind: 'KVCachePoolBinding',
       indexers: { [byPool]: (b) => [b.spec.poolRef.name] },
     }),
-    policies: ctx.informers.get({
+    policies: ctx.informers.get<KubeObject<ConfigMap>>({
       apiVersion: 'v1',
       kind: 'ConfigMap',
       namespace: ctx.namespace,
