@@ -1,17 +1,16 @@
 // Renders a CustomResourceDefinition from a kind's definition. The schemas in src/api are the single
 // source of truth: deploy/crds is generated from here and a test fails when it is stale.
+import type { CustomResourceDefinition, JSONSchemaProps } from 'kubernetes-types/apiextensions/v1.js';
 import type { KubeObject } from '../kube/object.ts';
 import { type KindDefinition, type KindName, kinds } from './kinds.ts';
 
-/** Drops TypeBox's symbol markers and returns plain JSON Schema. */
-function plain(schema: unknown): Record<string, unknown> {
+/** Drops TypeBox's symbol markers and returns the plain JSON Schema the CRD carries. */
+function plain(schema: unknown): JSONSchemaProps {
   return JSON.parse(JSON.stringify(schema));
 }
 
-export type CustomResourceDefinition = KubeObject & { spec: Record<string, unknown> };
-
 /** The fields every object has, described as kubectl explain prints them. */
-function objectFields(def: KindDefinition): Record<string, unknown> {
+function objectFields(def: KindDefinition): Record<string, JSONSchemaProps> {
   return {
     apiVersion: {
       type: 'string',
@@ -23,8 +22,8 @@ function objectFields(def: KindDefinition): Record<string, unknown> {
   };
 }
 
-export function renderCrd(def: KindDefinition): CustomResourceDefinition {
-  const properties: Record<string, unknown> = { ...objectFields(def), spec: plain(def.spec) };
+export function renderCrd(def: KindDefinition): KubeObject<CustomResourceDefinition> {
+  const properties: Record<string, JSONSchemaProps> = { ...objectFields(def), spec: plain(def.spec) };
   if (def.status) properties.status = plain(def.status);
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
@@ -62,6 +61,6 @@ export function renderCrd(def: KindDefinition): CustomResourceDefinition {
   };
 }
 
-export function renderAllCrds(): { kind: KindName; crd: CustomResourceDefinition }[] {
+export function renderAllCrds(): { kind: KindName; crd: KubeObject<CustomResourceDefinition> }[] {
   return (Object.keys(kinds) as KindName[]).map((kind) => ({ kind, crd: renderCrd(kinds[kind]) }));
 }

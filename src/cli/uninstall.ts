@@ -5,6 +5,7 @@
 // object it released, with an Event that tells what stays behind (the stores keep running and keep
 // their tenant entries) and how to take the objects back (install kvpool again).
 import { parseArgs } from 'node:util';
+import type { Deployment } from 'kubernetes-types/apps/v1.js';
 import { removeFinalizer } from '../controllers/apply.ts';
 import { finalizer } from '../controllers/context.ts';
 import { KubeClient, type KubeObject, refOf } from '../kube/client.ts';
@@ -37,7 +38,7 @@ async function stopOperator(client: KubeClient, { namespace, deployment }: Optio
   await client.mergePatch(ref, { spec: { replicas: 0 } }).catch(ignoreNotFound);
   await waitFor(
     async () => {
-      const d = await client.find<KubeObject & { status?: { replicas?: number } }>(ref);
+      const d = await client.find<KubeObject<Deployment>>(ref);
       return (d?.status?.replicas ?? 0) === 0 ? true : undefined;
     },
     { what: `the operator Deployment ${namespace}/${deployment} to have no Pods`, timeoutMs: 120_000 },

@@ -9,7 +9,7 @@ import * as x509 from '@peculiar/x509';
 type CryptoKey = webcrypto.CryptoKey;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+// x509 signs with globalThis.crypto, which on Node is node:crypto's webcrypto (what the keys come from).
 
 const keyAlgorithm = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 const signingAlgorithm = { name: 'ECDSA', hash: 'SHA-256' } as const;

@@ -1,7 +1,7 @@
 // Keeps a replica's webhook server serving the pair in the certificate Secret. Every replica serves;
 // only the leader writes: it issues and rotates the certificates, patches the CA bundle and (when asked)
 // registers the webhook configurations. A replica that does not lead reads the Secret, and starts
-// serving once the leader has written it, so concurrent replicas never race each other's writes.
+// serving once the leader has written it, so no two replicas race each other's writes.
 import { log } from './log.ts';
 import type { WebhookCertificates } from './webhook-certs.ts';
 import type { WebhookServer } from './webhook-server.ts';

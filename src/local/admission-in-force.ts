@@ -2,13 +2,18 @@
 // configurations through its own watch, so one just applied is not in force at once: a dry-run create
 // of an object each configuration refuses tells when it is (nothing is stored).
 
+import type { Pod } from 'kubernetes-types/core/v1.js';
+import type { KVCacheBackendSpec } from '../api/kvcache-backend.ts';
 import { injectLabel } from '../inject/types.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ApiError } from '../kube/errors.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { waitFor } from './wait-for.ts';
 
-const probes: { configuration: string; object: KubeObject; refusal: string }[] = [
+/** A backend the validating webhook refuses (a reserved master flag); admission judges it before the schema's defaults matter. */
+type RefusedBackend = KubeObject<{ spec: Partial<KVCacheBackendSpec> }>;
+
+const probes: { configuration: string; object: RefusedBackend | KubeObject<Pod>; refusal: string }[] = [
   {
     configuration: 'validating',
     object: {
@@ -25,7 +30,7 @@ const probes: { configuration: string; object: KubeObject; refusal: string }[] =
           },
         },
       },
-    } as KubeObject,
+    },
     refusal: 'kvcachebackends.worker.gpustack.ai',
   },
   {
@@ -35,7 +40,7 @@ const probes: { configuration: string; object: KubeObject; refusal: string }[] =
       kind: 'Pod',
       metadata: { name: 'kvpool-admission-probe', namespace: 'default', labels: { [injectLabel]: 'true' } },
       spec: { containers: [{ name: 'probe', image: 'probe' }] },
-    } as KubeObject,
+    },
     refusal: 'KV cache injection',
   },
 ];

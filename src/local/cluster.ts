@@ -5,8 +5,10 @@
 import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
+import type { Namespace } from 'kubernetes-types/core/v1.js';
 import { buildImages } from '../../images/build.ts';
 import { corednsImage, pauseImage } from '../../images/recipes.ts';
+import type { InstanceType } from '../api/types.ts';
 import { acceleratorGroupLabel, runtimeVersionLabel } from '../controllers/modeldeployment/runner-image.ts';
 import { KubeClient } from '../kube/client.ts';
 import type { KubeObject } from '../kube/object.ts';
@@ -41,7 +43,7 @@ export interface LocalClusterOptions {
   namespace?: string;
 }
 
-function instanceType(): KubeObject {
+function instanceType(): InstanceType {
   return {
     apiVersion: 'worker.gpustack.ai/v1',
     kind: 'InstanceType',
@@ -60,7 +62,7 @@ function instanceType(): KubeObject {
       localStorage: '10Gi',
       displayName: 'Local cluster node (stand-in accelerator)',
     },
-  } as KubeObject;
+  };
 }
 
 export class LocalCluster {
@@ -182,12 +184,12 @@ export class LocalCluster {
       symlinkSync(target, link);
     }
     // As the chart's README says: the namespace first, then the chart adopts it.
-    await this.client.apply(
-      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: this.namespace } } as KubeObject,
-      {
-        fieldManager: 'kvpool-local',
-      },
-    );
+    const namespace: KubeObject<Namespace> = {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: this.namespace },
+    };
+    await this.client.apply(namespace, { fieldManager: 'kvpool-local' });
     await this.helm.run([
       'install',
       releaseName,
@@ -204,20 +206,18 @@ export class LocalCluster {
       `operator.extraArgs=${JSON.stringify(this.options.operatorArgs ?? [])}`,
     ]);
     await this.client.apply(instanceType(), { fieldManager: 'kvpool-local' });
-    await this.client.apply(
-      {
-        apiVersion: 'worker.gpustack.ai/v1',
-        kind: 'InstanceType',
-        metadata: { name: localInstanceType },
-        status: {
-          phase: 'Active',
-          unit: '1/2Gi/10Gi',
-          acceleratorSummary: `1/${Number(advertisedGpus) * this.nodes.length}`,
-          cpuSummary: `${availableParallelism() * this.nodes.length}`,
-        },
-      } as KubeObject,
-      { fieldManager: 'kvpool-local', subresource: 'status' },
-    );
+    const status: KubeObject<Pick<InstanceType, 'status'>> = {
+      apiVersion: 'worker.gpustack.ai/v1',
+      kind: 'InstanceType',
+      metadata: { name: localInstanceType },
+      status: {
+        phase: 'Active',
+        unit: '1/2Gi/10Gi',
+        acceleratorSummary: `1/${Number(advertisedGpus) * this.nodes.length}`,
+        cpuSummary: `${availableParallelism() * this.nodes.length}`,
+      },
+    };
+    await this.client.apply(status, { fieldManager: 'kvpool-local', subresource: 'status' });
     // Ready means bad input is refused: wait until the apiserver calls the operator's webhooks.
     await awaitAdmissionInForce(this.client, 60_000);
   }

@@ -1,11 +1,8 @@
 // Installs (or updates) this project's CRDs by server-side apply and waits until each is Established.
+import type { CustomResourceDefinition } from 'kubernetes-types/apiextensions/v1.js';
 import { renderAllCrds } from '../api/crd.ts';
 import type { KubeClient, KubeObject } from '../kube/client.ts';
 import { waitFor } from './wait-for.ts';
-
-interface CrdStatus {
-  status?: { conditions?: { type: string; status: string }[] };
-}
 
 export async function installCrds(client: KubeClient, timeoutMs = 30_000): Promise<void> {
   const crds = renderAllCrds().map(({ crd }) => crd);
@@ -15,7 +12,7 @@ export async function installCrds(client: KubeClient, timeoutMs = 30_000): Promi
     const name = crd.metadata.name!;
     await waitFor(
       async () => {
-        const got = await client.get<KubeObject & CrdStatus>({
+        const got = await client.get<KubeObject<CustomResourceDefinition>>({
           apiVersion: 'apiextensions.k8s.io/v1',
           kind: 'CustomResourceDefinition',
           name,

@@ -15,7 +15,7 @@ import { smallJobResources, storeSecurityContext } from './render-hardening.ts';
 import { memberUser } from './render-members.ts';
 
 /** The cleanup of one group's tier directory on one node. */
-interface Job {
+interface NodeCleanup {
   group: number;
   path: string;
   node: string;
@@ -46,7 +46,7 @@ export class TierCleanup {
   private readonly ctx: OperatorContext;
   private readonly deadlineMs: number;
   /** Per backend uid: the nodes each group selected when the deletion began. */
-  private readonly plans = new Map<string, Job[]>();
+  private readonly plans = new Map<string, NodeCleanup[]>();
 
   constructor(ctx: OperatorContext, deadlineMs = 5 * 60_000) {
     this.ctx = ctx;
@@ -74,12 +74,12 @@ export class TierCleanup {
     this.plans.delete(backend.metadata.uid!);
   }
 
-  private async plan(backend: KVCacheBackend): Promise<Job[]> {
+  private async plan(backend: KVCacheBackend): Promise<NodeCleanup[]> {
     const known = this.plans.get(backend.metadata.uid!);
     if (known) return known;
     if (!backend.spec.connection.managed) return []; // an external store's disks are not ours
     const nodes = (await this.ctx.client.list<KubeObject<Node>>({ apiVersion: 'v1', kind: 'Node' })).items;
-    const jobs: Job[] = [];
+    const jobs: NodeCleanup[] = [];
     managedConnection(backend).members.forEach((group, i) => {
       const disk = groupDisk(group);
       if (!disk?.cleanAfterDelete) return;
@@ -107,12 +107,16 @@ export class TierCleanup {
     return undefined;
   }
 
-  private async nodeEvent(job: Job, reason: string, message: string): Promise<void> {
+  private async nodeEvent(job: NodeCleanup, reason: string, message: string): Promise<void> {
     const node = { apiVersion: 'v1', kind: 'Node', metadata: { name: job.node, uid: job.nodeUid } };
     await this.ctx.events.record(node, 'Warning', reason, message);
   }
 
-  private async advance(backend: KVCacheBackend, job: Job, backends: KVCacheBackend[]): Promise<void> {
+  private async advance(
+    backend: KVCacheBackend,
+    job: NodeCleanup,
+    backends: KVCacheBackend[],
+  ): Promise<void> {
     const name = podName(backend.metadata.name!, job.group, job.node);
     const ref = { apiVersion: 'v1', kind: 'Pod', namespace: this.ctx.namespace, name };
     const shared = this.sharedWith(backend, job.path, backends);
@@ -151,7 +155,7 @@ export class TierCleanup {
     }
   }
 
-  private async create(backend: KVCacheBackend, job: Job, name: string): Promise<void> {
+  private async create(backend: KVCacheBackend, job: NodeCleanup, name: string): Promise<void> {
     let image: string;
     try {
       image = resolveImages(backend, this.ctx.settings.get('kv-cache-backend-image').trim()).members[

@@ -1,5 +1,8 @@
 // What every cluster runs besides its nodes: cluster DNS (CoreDNS as Pods behind the kube-dns
 // Service), with the permissions CoreDNS's kubernetes plugin uses.
+import type { Deployment } from 'kubernetes-types/apps/v1.js';
+import type { ConfigMap, Service, ServiceAccount } from 'kubernetes-types/core/v1.js';
+import type { ClusterRole, ClusterRoleBinding } from 'kubernetes-types/rbac/v1.js';
 import type { KubeObject } from '../../kube/object.ts';
 
 const corefile = `.:53 {
@@ -16,7 +19,10 @@ const corefile = `.:53 {
 }
 `;
 
-export function clusterDns(image: string, serviceIp: string): KubeObject[] {
+export function clusterDns(
+  image: string,
+  serviceIp: string,
+): KubeObject<ServiceAccount | ClusterRole | ClusterRoleBinding | ConfigMap | Deployment | Service>[] {
   const ns = 'kube-system';
   const labels = { 'k8s-app': 'kube-dns' };
   return [
@@ -114,5 +120,5 @@ export function clusterDns(image: string, serviceIp: string): KubeObject[] {
         ],
       },
     },
-  ] as KubeObject[];
+  ];
 }

@@ -1,5 +1,7 @@
 // The local cluster's nodes as a group: their network, their start (in parallel), the Pod range each
 // is given, cluster DNS, and the one fake resource the nodes advertise (see below).
+import type { Deployment } from 'kubernetes-types/apps/v1.js';
+import type { Node } from 'kubernetes-types/core/v1.js';
 import type { KubeClient } from '../../kube/client.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import type { CertificateAuthority } from '../../kube/pki.ts';
@@ -14,11 +16,6 @@ import { LocalNode } from './node.ts';
  * node-level extended resources; the engine stand-in uses none of them.
  */
 export const advertisedGpus = '4';
-
-interface NodeObject extends KubeObject {
-  spec?: { podCIDR?: string };
-  status?: { conditions?: { type: string; status: string }[]; capacity?: Record<string, string> };
-}
 
 export interface ClusterNodesOptions {
   root: string;
@@ -70,7 +67,7 @@ export class ClusterNodes {
     }
     await waitFor(
       async () => {
-        const d = await this.options.client.get<KubeObject & { status?: { readyReplicas?: number } }>({
+        const d = await this.options.client.get<KubeObject<Deployment>>({
           apiVersion: 'apps/v1',
           kind: 'Deployment',
           namespace: 'kube-system',
@@ -87,14 +84,14 @@ export class ClusterNodes {
     await node.start();
     const client = this.options.client;
     const ref = { apiVersion: 'v1', kind: 'Node', name: node.name };
-    const podCidr = await waitFor(async () => (await client.find<NodeObject>(ref))?.spec?.podCIDR, {
+    const podCidr = await waitFor(async () => (await client.find<KubeObject<Node>>(ref))?.spec?.podCIDR, {
       what: `node ${node.name} to register and get a Pod range (logs: ${node.name}-kubelet.log)`,
       timeoutMs,
     });
     node.setPodCidr(podCidr);
     await waitFor(
       async () => {
-        const n = await client.get<NodeObject>(ref);
+        const n = await client.get<KubeObject<Node>>(ref);
         if (n.status?.capacity?.['nvidia.com/gpu'] !== advertisedGpus) {
           await client.jsonPatch(
             ref,
