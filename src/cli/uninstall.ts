@@ -7,11 +7,11 @@
 import { parseArgs } from 'node:util';
 import type { Deployment } from 'kubernetes-types/apps/v1.js';
 import { removeFinalizer } from '../controllers/apply.ts';
-import { finalizer } from '../controllers/context.ts';
 import { KubeClient, type KubeObject, refOf } from '../kube/client.ts';
 import { ApiError } from '../kube/errors.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { waitFor } from '../local/wait-for.ts';
+import { finalizer } from '../model/identity.ts';
 import { mutatingConfigurationName, validatingConfigurationName } from '../webhooks/configuration.ts';
 
 const kinds = ['ModelDeployment', 'KVCachePoolBinding', 'KVCachePool', 'KVCacheBackend'];

@@ -3,7 +3,7 @@
 import { canonicalJson, sha256Hex } from '../kube/canonical-json.ts';
 import { type KubeClient, refOf } from '../kube/client.ts';
 import type { KubeObject } from '../kube/object.ts';
-import { fieldManagers, finalizer } from './context.ts';
+import { fieldManagers, finalizer } from '../model/identity.ts';
 
 export const desiredHashAnnotation = 'kvpool.gpustack.ai/desired-hash';
 

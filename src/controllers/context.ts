@@ -17,14 +17,3 @@ export interface OperatorContext {
   replicas: ReplicaReportWatcher;
   settings: Settings;
 }
-
-/** Field managers: one per writer. */
-export const fieldManagers = {
-  controller: 'kvpool-controller',
-  status: 'kvpool-controller/status',
-  /** A role's replica count alone, while its replicas are kept as they run (no cache connection). */
-  replicas: 'kvpool-controller/replicas',
-} as const;
-
-export const finalizer = 'worker.gpustack.ai/kvpool-protection';
-export const workerApiVersion = 'worker.gpustack.ai/v1';

@@ -2,9 +2,8 @@
 // webhook handler passes the object, the old object on update, and the Settings it needs.
 
 import type { KVCacheBackend } from '../api/types.ts';
-import { leaderName, memberDaemonSetName } from '../controllers/backend/labels.ts';
-import { nameList } from '../controllers/conditions.ts';
-import { seedConfigMapName } from '../controllers/pool/seed-policy.ts';
+import { nameList } from '../model/conditions.ts';
+import { leaderName, memberDaemonSetName, seedConfigMapName } from '../model/store-objects.ts';
 import { leaderArgsRefusals, leaderEnvRefusals } from './backend-rules-args.ts';
 import { checkMemberGroup } from './backend-rules-members.ts';
 import { diskTierRefusals, positionRefusal } from './backend-rules-positions.ts';
@@ -77,7 +76,7 @@ const dns1035Label = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 /** The error for a backend name that would make a rendered object name invalid, or undefined. */
 function renderedNameRefusal(name: string, groups: number): string | undefined {
   if (name === '') return undefined;
-  const named = { metadata: { name } } as KVCacheBackend;
+  const named = { metadata: { name } };
   const rendered = [
     leaderName(named),
     ...Array.from({ length: groups }, (_, i) => memberDaemonSetName(named, i)),

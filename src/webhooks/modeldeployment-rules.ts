@@ -1,11 +1,11 @@
 // ModelDeployment admission rules the schema cannot judge (ModelDeployment spec §1.2, KV-cache spec
 // §3.4). Pure: the handler passes the InstanceTypes and the protocols of the pool a new Binding uses.
 import type { InstanceType, ModelDeployment } from '../api/types.ts';
-import { engineFamily, isTakeOver } from '../controllers/modeldeployment/render-engine.ts';
-import { runnerImageRefusal } from '../controllers/modeldeployment/runner-image.ts';
 import { findOwnedKeyRefusals, flagValue } from '../inject/owned-keys.ts';
 import type { EngineFamily } from '../inject/types.ts';
 import { canonicalJson } from '../kube/canonical-json.ts';
+import { engineFamily, isTakeOver } from '../model/engine-roles.ts';
+import { runnerImageRefusal } from '../model/runner-image.ts';
 import type { AdmissionFindings } from './findings.ts';
 import { ascendMismatch } from './pod-injection-target.ts';
 

@@ -1,11 +1,11 @@
 // Admission of ModelDeployments, and of Pods that opt in to cache injection.
 import type { ModelDeployment } from '../api/types.ts';
-import { effectiveProtocol, storeProtocol } from '../controllers/backend/effective-spec.ts';
 import type { OperatorContext } from '../controllers/context.ts';
 import type { DeploymentInformers } from '../controllers/modeldeployment/watches.ts';
 import { injectLabel } from '../inject/types.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';
+import { effectiveProtocol, storeProtocol } from '../model/backend-spec.ts';
 import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';
 import { judgeConfirmingRefusals, resolveBinding } from './lookup.ts';

@@ -2,11 +2,11 @@
 // its Binding resolves to, or why it cannot be attached. Pure: the handler passes the objects it found.
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
-import { effectiveProtocol, storeProtocol } from '../controllers/backend/effective-spec.ts';
-import { domainOf } from '../controllers/pool/plan.ts';
 import { argsForwardedAnnotation } from '../inject/launch.ts';
 import type { CacheConnection, EngineFamily } from '../inject/types.ts';
 import type { JsonPatchOp } from '../kube/webhook-server.ts';
+import { effectiveProtocol, storeProtocol } from '../model/backend-spec.ts';
+import { domainOf } from '../model/domains.ts';
 
 export const contractPrefix = 'kvcache.gpustack.ai/';
 const prefix = contractPrefix;

@@ -1,8 +1,8 @@
 // Admission rules for KVCachePool and KVCachePoolBinding that need other objects (KV-cache spec §3.2,
 // §3.3). Pure: the handler passes what the caches hold.
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
-import { formatBinarySI, parseQuantityBytes } from '../controllers/backend/quantity.ts';
-import { domainOf } from '../controllers/pool/plan.ts';
+import { domainOf } from '../model/domains.ts';
+import { formatBinarySI, parseQuantityBytes } from '../model/quantity.ts';
 import type { AdmissionFindings } from './findings.ts';
 
 const ledgerOffWarning = (backend: string) =>

@@ -2,9 +2,9 @@
 // caches (see lookup.ts); a created Binding's siblings are read from the apiserver itself.
 import type { KVCachePool, KVCachePoolBinding } from '../api/types.ts';
 import type { OperatorContext } from '../controllers/context.ts';
-import { workerApiVersion } from '../controllers/context.ts';
 import type { PoolInformers } from '../controllers/pool/watches.ts';
 import { type AdmissionHandler, allow } from '../kube/webhook-server.ts';
+import { workerApiVersion } from '../model/identity.ts';
 import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';
 import { findBackend, findPool, judgeConfirmingRefusals } from './lookup.ts';

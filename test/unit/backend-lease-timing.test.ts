@@ -4,9 +4,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KVCacheBackendSpec } from '../../src/api/kvcache-backend.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
-import { durationMs, leaseTimings } from '../../src/controllers/backend/effective-spec.ts';
 import { renderBackend } from '../../src/controllers/backend/render.ts';
 import { leaseTimingProblems, storeLeaseDefaults } from '../../src/kube/lease-timing.ts';
+import { durationMs, leaseTimings } from '../../src/model/backend-spec.ts';
 import { backend } from './kvcache-builders.ts';
 
 const ctx = { namespace: 'gpustack-system', defaultImage: 'kvpool/kvpool-store:test' };

@@ -1,7 +1,7 @@
 // Quantities as the apiserver reads them: sizes a user writes must land as the exact byte counts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatBinarySI, parseQuantityBytes } from '../../src/controllers/backend/quantity.ts';
+import { formatBinarySI, parseQuantityBytes } from '../../src/model/quantity.ts';
 
 describe('parseQuantityBytes', () => {
   it('reads binary, decimal, exponent and plain forms', () => {

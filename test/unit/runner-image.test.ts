@@ -4,11 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { InstanceTypeSpec } from '../../src/api/instance-type.ts';
 import type { InstanceType } from '../../src/api/types.ts';
-import {
-  compareVersions,
-  poolRuntimeVersions,
-  runnerImageRefusal,
-} from '../../src/controllers/modeldeployment/runner-image.ts';
+import { compareVersions, poolRuntimeVersions, runnerImageRefusal } from '../../src/model/runner-image.ts';
 
 function instanceType(name: string, spec: Partial<InstanceTypeSpec>): InstanceType {
   return {

@@ -3,12 +3,11 @@
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
+import { mergeConditions } from '../../model/conditions.ts';
+import { adminServiceName, leaderAdminPort, leaderName, leaderRpcPort } from '../../model/store-objects.ts';
 import { applyStatus, ensureFinalizer } from '../apply.ts';
-import { mergeConditions } from '../conditions.ts';
 import type { OperatorContext } from '../context.ts';
 import { AppliedIntents, type ChildrenOutcome, syncChildren } from './children.ts';
-import { adminServiceName, leaderName } from './labels.ts';
-import { leaderAdminPort, leaderRpcPort } from './render-leader.ts';
 import { type BackendStatusDecision, decideBackendStatus } from './status.ts';
 import { backendInUseLive, teardownBackend, teardownPollMs } from './teardown.ts';
 import { TierCleanup } from './tier-cleanup.ts';

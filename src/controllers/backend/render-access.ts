@@ -9,23 +9,25 @@ import type { PolicyRule, Role, RoleBinding } from 'kubernetes-types/rbac/v1.js'
 import type { KVCacheBackend } from '../../api/types.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { electionOn, managedConnection, membersReadLease } from './effective-spec.ts';
+import { electionOn, managedConnection, membersReadLease } from '../../model/backend-spec.ts';
 import {
   backendName,
   backendSelector,
   childMetadata,
   componentLabel,
   instanceLabel,
+  leaderAdminPort,
   leaderComponent,
   leaderName,
+  leaderRpcPort,
   memberAccountName,
   memberComponent,
   memberRbacComponent,
   nameLabel,
   operatorPodLabels,
-} from './labels.ts';
+} from '../../model/store-objects.ts';
 import type { BackendRenderContext } from './render.ts';
-import { leaderAdminPort, leaderReplicas, leaderRpcPort } from './render-leader.ts';
+import { leaderReplicas } from './render-leader.ts';
 
 /**
  * The ports a member's transfer engine listens on, as the wheel picks them: its handshake and TCP

@@ -5,7 +5,6 @@ import type { Container, EnvVar, PodSpec, Service, Volume } from 'kubernetes-typ
 import type { KVCacheBackend } from '../../api/types.ts';
 import { leaseTimingFlags } from '../../kube/lease-timing.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { policyKey, seedConfigMapName } from '../pool/seed-policy.ts';
 import {
   anyDiskTier,
   electionOn,
@@ -13,23 +12,25 @@ import {
   type ManagedConnection,
   managedConnection,
   resolveImages,
-} from './effective-spec.ts';
+} from '../../model/backend-spec.ts';
 import {
   adminServiceName,
   backendLabels,
   backendName,
   backendSelector,
   childMetadata,
+  leaderAdminPort,
   leaderComponent,
   leaderName,
-} from './labels.ts';
+  leaderProbePort,
+  leaderRpcPort,
+  policyKey,
+  seedConfigMapName,
+} from '../../model/store-objects.ts';
 import { podSpecHash, podSpecHashAnnotation } from './pod-spec-hash.ts';
 import type { BackendRenderContext } from './render.ts';
 import { leaderResources, scratchMount, scratchVolume, storeSecurityContext } from './render-hardening.ts';
 
-export const leaderRpcPort = 50051;
-export const leaderAdminPort = 9003;
-export const leaderProbePort = 9004;
 const policyDir = '/var/lib/mooncake';
 const policyFile = `${policyDir}/tenant-quota-policy.yaml`;
 const policySeedDir = '/etc/mooncake/tenant-quota-policy';

@@ -1,4 +1,5 @@
 // One member DaemonSet per group: each Pod mounts one memory segment (and optionally a disk tier).
+
 import type { DaemonSet } from 'kubernetes-types/apps/v1.js';
 import type { Container, EnvVar, PodSpec, Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
 import type { MemberGroup } from '../../api/kvcache-backend.ts';
@@ -12,19 +13,21 @@ import {
   membersReadLease,
   resolveImages,
   storeProtocol,
-} from './effective-spec.ts';
+} from '../../model/backend-spec.ts';
+import { visibleDeviceVars } from '../../model/member-env.ts';
+import { parseQuantityBytes } from '../../model/quantity.ts';
 import {
   backendLabels,
   backendName,
   backendSelector,
   childMetadata,
   leaderName,
+  leaderRpcPort,
   memberAccountName,
   memberComponent,
   memberDaemonSetName,
-} from './labels.ts';
+} from '../../model/store-objects.ts';
 import { podSpecHash, podSpecHashAnnotation } from './pod-spec-hash.ts';
-import { parseQuantityBytes } from './quantity.ts';
 import type { BackendRenderContext } from './render.ts';
 import {
   bytesOf,
@@ -35,21 +38,11 @@ import {
   sortedKeys,
   storeSecurityContext,
 } from './render-hardening.ts';
-import { leaderRpcPort } from './render-leader.ts';
 import { localDiskVolume, surveyContainer, tierEnv, tierVolume, unmountHook } from './render-tier.ts';
 
 export const memberBasePort = 8080;
 // Member shutdown budget, on top of the tier's scale-in grace.
 const memberShutdownSeconds = 60;
-
-// DRAM members must not grab an accelerator a device runtime would otherwise hand them.
-export const visibleDeviceVars = [
-  'AMD_VISIBLE_DEVICES',
-  'CAMBRICON_VISIBLE_DEVICES',
-  'IX_VISIBLE_DEVICES',
-  'MTHREADS_VISIBLE_DEVICES',
-  'NVIDIA_VISIBLE_DEVICES',
-];
 
 function memberPort(index: number): number {
   return memberBasePort + index;

@@ -7,7 +7,7 @@ import type { PodDisruptionBudget } from 'kubernetes-types/policy/v1.js';
 import type { Role, RoleBinding } from 'kubernetes-types/rbac/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { managedConnection } from './effective-spec.ts';
+import { managedConnection } from '../../model/backend-spec.ts';
 import {
   renderElectionRbac,
   renderLeaderDisruptionBudget,
@@ -17,7 +17,7 @@ import {
 import { renderAdminService, renderLeaderDeployment, renderLeaderService } from './render-leader.ts';
 import { renderMemberDaemonSet } from './render-members.ts';
 
-export { type ResolvedImages, resolveImages } from './effective-spec.ts';
+export { type ResolvedImages, resolveImages } from '../../model/backend-spec.ts';
 
 export interface BackendRenderContext {
   /** The operator namespace every child lives in. */

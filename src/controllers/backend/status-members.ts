@@ -1,8 +1,9 @@
 // The member rows and the MembersMounted and PoolWrites verdicts of a backend's status (KV-cache spec
 // §2.1, §4.7): segments joined to member Pods by address. Pure.
+
+import { decided as cond, type DecidedCondition, nameList } from '../../model/conditions.ts';
 import type { Segment } from '../../store/observe.ts';
 import { gauge } from '../../store/prometheus.ts';
-import { decided as cond, type DecidedCondition, nameList } from '../conditions.ts';
 import type { PodView } from './pod-view.ts';
 import type { BackendView, LeaderVerdict, MemberRow } from './status.ts';
 

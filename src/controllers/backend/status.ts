@@ -3,10 +3,10 @@
 // writes what this returns.
 import type { KVCacheBackendStatus } from '../../api/kvcache-backend.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
+import { type DecidedCondition, decided, nameList } from '../../model/conditions.ts';
+import { formatBinarySI } from '../../model/quantity.ts';
 import { capacityFrom, type StoreObservation } from '../../store/observe.ts';
-import { type DecidedCondition, decided, nameList } from '../conditions.ts';
 import type { PodView } from './pod-view.ts';
-import { formatBinarySI } from './quantity.ts';
 import type { MemberRollPlan } from './rollout-plan.ts';
 import { membersVerdict, poolWritesVerdict } from './status-members.ts';
 

@@ -4,8 +4,8 @@
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { Condition } from '../../api/schema.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import type { DecidedCondition } from '../conditions.ts';
-import { nameList } from '../conditions.ts';
+import type { DecidedCondition } from '../../model/conditions.ts';
+import { nameList } from '../../model/conditions.ts';
 
 export const surveyContainerName = 'local-disk-survey';
 /** Only Pods created this soon after the backend count as its first members. */

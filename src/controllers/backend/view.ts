@@ -4,18 +4,18 @@ import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import type { StoreObservation } from '../../store/observe.ts';
-import type { OperatorContext } from '../context.ts';
-import { anyDiskTier, electionOn, managedConnection } from './effective-spec.ts';
+import { anyDiskTier, electionOn, managedConnection } from '../../model/backend-spec.ts';
 import {
   adminServiceName,
   componentLabel,
+  leaderAdminPort,
   leaderName,
   memberComponent,
   memberDaemonSetName,
-} from './labels.ts';
+} from '../../model/store-objects.ts';
+import type { StoreObservation } from '../../store/observe.ts';
+import type { OperatorContext } from '../context.ts';
 import { viewPod } from './pod-view.ts';
-import { leaderAdminPort } from './render-leader.ts';
 import type { MemberRollPlan } from './rollout-plan.ts';
 import { type BackendView, endpointHost } from './status.ts';
 import { decideTierWasEmpty, firstMembers, readSurvey } from './tier-survey.ts';

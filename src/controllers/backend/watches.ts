@@ -1,4 +1,5 @@
 // The collections the backend controller reads, and how their events map to backend keys.
+
 import type { DaemonSet, Deployment } from 'kubernetes-types/apps/v1.js';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Event, Node, Pod, Service } from 'kubernetes-types/core/v1.js';
@@ -8,8 +9,9 @@ import type { Controller } from '../../kube/controller.ts';
 import type { Informer } from '../../kube/informer.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { type OperatorContext, workerApiVersion } from '../context.ts';
-import { componentLabel, instanceLabel, nameLabel } from './labels.ts';
+import { workerApiVersion } from '../../model/identity.ts';
+import { componentLabel, instanceLabel, leaderOwner, nameLabel } from '../../model/store-objects.ts';
+import type { OperatorContext } from '../context.ts';
 
 export interface BackendInformers {
   backends: Informer<KVCacheBackend>;
@@ -89,12 +91,6 @@ export function backendInformers(ctx: OperatorContext): BackendInformers {
       indexers: { [byInvolvedUid]: (e) => (e.involvedObject.uid ? [e.involvedObject.uid] : []) },
     }),
   };
-}
-
-/** `<backend>-leader` or `<backend>-admin` → `<backend>`, for objects named after the leader. */
-export function leaderOwner(name: string | undefined): string[] {
-  const suffix = ['-leader', '-admin'].find((s) => name?.endsWith(s));
-  return name && suffix ? [name.slice(0, -suffix.length)] : [];
 }
 
 export function wireBackendWatches(controller: Controller, i: BackendInformers, ctx: OperatorContext): void {

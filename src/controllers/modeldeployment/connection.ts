@@ -2,9 +2,9 @@
 // engines are given, or the reason there is none (KV-cache spec §2.4, §6.2). Pure.
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../../api/types.ts';
 import type { CacheConnection } from '../../inject/types.ts';
-import { effectiveProtocol, storeProtocol } from '../backend/effective-spec.ts';
-import { type ConditionStatus, type DecidedCondition, decided } from '../conditions.ts';
-import { domainOf } from '../pool/plan.ts';
+import { effectiveProtocol, storeProtocol } from '../../model/backend-spec.ts';
+import { type ConditionStatus, type DecidedCondition, decided } from '../../model/conditions.ts';
+import { domainOf } from '../../model/domains.ts';
 
 export interface CacheResolution {
   domainRegistered: DecidedCondition;

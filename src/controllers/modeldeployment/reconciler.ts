@@ -7,16 +7,17 @@ import type { InstanceType, ModelDeployment } from '../../api/types.ts';
 import { injectedAnnotation } from '../../inject/types.ts';
 import { Controller, type ReconcileResult, splitKey } from '../../kube/controller.ts';
 import type { KubeObject } from '../../kube/object.ts';
+import { mergeConditions } from '../../model/conditions.ts';
+import { isTakeOver, servingPort } from '../../model/engine-roles.ts';
+import { fieldManagers } from '../../model/identity.ts';
+import { parseQuantityBytes } from '../../model/quantity.ts';
+import { poolRuntimeVersions } from '../../model/runner-image.ts';
 import { applyChild, applyStatus, ensureFinalizer, removeFinalizer } from '../apply.ts';
-import { parseQuantityBytes } from '../backend/quantity.ts';
-import { mergeConditions } from '../conditions.ts';
-import { fieldManagers, type OperatorContext } from '../context.ts';
+import type { OperatorContext } from '../context.ts';
 import { intentConfirmation } from '../current-intent.ts';
 import { resolveCache } from './connection.ts';
 import { renderModelDeployment } from './render.ts';
-import { isTakeOver, servingPort } from './render-engine.ts';
 import { componentLabel, roleKind, roleObjectName } from './render-labels.ts';
-import { poolRuntimeVersions } from './runner-image.ts';
 import { decideDeployment, type RoleView } from './status.ts';
 import {
   byInstanceNs,

@@ -1,32 +1,17 @@
 // The engine container of one role before any cache is attached: image, argv, env, ports, probes and
 // resources (ModelDeployment spec §1.4, §1.5).
+
 import type { Container, ContainerPort, EnvVar, VolumeMount } from 'kubernetes-types/core/v1.js';
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
 import { defaultEnv } from '../../inject/env.ts';
 import { flagValue, hasFlag } from '../../inject/owned-keys.ts';
 import type { EngineFamily } from '../../inject/types.ts';
+import { defaultServingPort, engineFamily, isTakeOver, servingPort } from '../../model/engine-roles.ts';
+import { engineImage } from '../../model/runner-image.ts';
 import { roleResources } from './render-resources.ts';
-import { engineImage } from './runner-image.ts';
 
 export const engineContainerName = 'engine';
-export const defaultServingPort = 8000;
-
-/** A role takes over its argv when it sets command: the operator then adds nothing to it. */
-export function isTakeOver(role: ModelDeploymentRole): boolean {
-  return Boolean(role.command?.length);
-}
-
-/** vLLM on an Ascend InstanceType runs vLLM-Ascend, whose store connector differs. */
-export function engineFamily(md: ModelDeployment, type: InstanceType): EngineFamily {
-  if (md.spec.engine.name === 'SGLang') return 'sglang';
-  return type.spec.manufacturer?.toLowerCase() === 'ascend' ? 'vllm-ascend' : 'vllm';
-}
-
-/** The port the engine serves on: the role's first port, else 8000. */
-export function servingPort(role: ModelDeploymentRole): number {
-  return role.ports?.[0]?.port ?? defaultServingPort;
-}
 
 /** The operator's argv: entry point, model, served name, and host/port unless extraArgs set them. */
 export function operatorArgv(md: ModelDeployment, role: ModelDeploymentRole, engine: EngineFamily): string[] {

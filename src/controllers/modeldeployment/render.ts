@@ -8,15 +8,8 @@ import { injectCache } from '../../inject/inject.ts';
 import type { CacheConnection } from '../../inject/types.ts';
 import { sha256Hex } from '../../kube/canonical-json.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import {
-  type EngineDraft,
-  engineContainer,
-  engineContainerName,
-  engineDraft,
-  engineFamily,
-  isTakeOver,
-  servingPort,
-} from './render-engine.ts';
+import { engineFamily, isTakeOver, servingPort } from '../../model/engine-roles.ts';
+import { type EngineDraft, engineContainer, engineContainerName, engineDraft } from './render-engine.ts';
 import {
   childMetadata,
   deploymentName,

@@ -1,7 +1,7 @@
 // A ModelDeployment's phase, role counts and conditions (ModelDeployment spec §2, KV-cache spec §2.4),
 // decided from its Deployments, its cache resolution and what ready replicas report. Pure.
 import type { ModelDeployment } from '../../api/types.ts';
-import { type DecidedCondition, decided } from '../conditions.ts';
+import { type DecidedCondition, decided } from '../../model/conditions.ts';
 import type { CacheResolution } from './connection.ts';
 import { servicePort } from './render.ts';
 

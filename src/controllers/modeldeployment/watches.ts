@@ -5,9 +5,10 @@ import type { InstanceType, KVCachePool, KVCachePoolBinding } from '../../api/ty
 import type { Controller } from '../../kube/controller.ts';
 import { type Informer, objectKey } from '../../kube/informer.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { type OperatorContext, workerApiVersion } from '../context.ts';
+import { workerApiVersion } from '../../model/identity.ts';
+import { isAcceleratorLabel } from '../../model/runner-image.ts';
+import type { OperatorContext } from '../context.ts';
 import { byBindingRef, byPool, type PoolInformers, poolInformers } from '../pool/watches.ts';
-import { isAcceleratorLabel } from './runner-image.ts';
 
 export const byInstanceNs = 'instance-ns';
 const selector = 'app.kubernetes.io/name=model-deployment';

@@ -2,11 +2,12 @@
 // reported this pass. Pure.
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePoolBinding } from '../../api/types.ts';
+import { type DecidedCondition, decided, nameList } from '../../model/conditions.ts';
+import { domainOf } from '../../model/domains.ts';
+import { formatBinarySI } from '../../model/quantity.ts';
 import type { LedgerFailure } from '../../store/tenant-ledger.ts';
 import type { TenantFigures } from '../../store/tenant-metrics.ts';
-import { formatBinarySI } from '../backend/quantity.ts';
-import { type DecidedCondition, decided, nameList } from '../conditions.ts';
-import { domainOf, type LedgerPlan } from './plan.ts';
+import type { LedgerPlan } from './plan.ts';
 import { bytes, type Decision, type MasterReport, phaseOf } from './status.ts';
 
 export function decideBinding(

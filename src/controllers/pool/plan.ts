@@ -1,8 +1,10 @@
 // What one master's tenant ledger should hold (KV-cache spec §5.3), decided from every pool and Binding
 // on that backend. Pure: the reconciler executes the plan against the master.
+
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
+import { domainOf } from '../../model/domains.ts';
+import { parseQuantityBytes } from '../../model/quantity.ts';
 import type { LedgerEntry } from '../../store/tenant-ledger.ts';
-import { parseQuantityBytes } from '../backend/quantity.ts';
 
 export interface Claim {
   domain: string;
@@ -26,10 +28,6 @@ export interface LedgerPlan {
   held: KVCachePoolBinding[];
   puts: { tenant: string; bytes: bigint }[];
   deletes: string[];
-}
-
-export function domainOf(b: KVCachePoolBinding): string {
-  return b.spec.domain.name ?? 'default';
 }
 
 export interface PlanInput {

@@ -4,24 +4,20 @@
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
+import { mergeConditions } from '../../model/conditions.ts';
+import { domainOf } from '../../model/domains.ts';
+import { policyKey, seedConfigMapName } from '../../model/store-objects.ts';
 import { gaugeBytes } from '../../store/prometheus.ts';
 import { allocatableBytes, tenantFigures } from '../../store/tenant-metrics.ts';
 import { applyChild, applyStatus, eachWrite, ensureFinalizer, removeFinalizer } from '../apply.ts';
 import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../backend/view.ts';
 import { byBackend } from '../backend/watches.ts';
-import { mergeConditions } from '../conditions.ts';
 import type { OperatorContext } from '../context.ts';
 import { decideBinding } from './binding-status.ts';
 import { executeLedger, type LedgerOutcome } from './ledger.ts';
 import { heldLive, liveInput, mayRelease, poolInUseLive } from './live-check.ts';
-import { domainOf, planLedger } from './plan.ts';
-import {
-  parsePolicy,
-  policyKey,
-  renderSeedConfigMap,
-  seedConfigMapName,
-  seedTenants,
-} from './seed-policy.ts';
+import { planLedger } from './plan.ts';
+import { parsePolicy, renderSeedConfigMap, seedTenants } from './seed-policy.ts';
 import { type Decision, decidePool, type MasterReport } from './status.ts';
 import { readRegistry, writeRegistry } from './tenant-registry.ts';
 import {

@@ -6,14 +6,13 @@ import type { ConfigMap } from 'kubernetes-types/core/v1.js';
 import { parse, stringify } from 'yaml';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
+import {
+  backendLabels,
+  backendOwnerReference,
+  policyKey,
+  seedConfigMapName,
+} from '../../model/store-objects.ts';
 import type { LedgerEntry } from '../../store/tenant-ledger.ts';
-import { backendLabels, backendOwnerReference } from '../backend/labels.ts';
-
-export const policyKey = 'tenant-quota-policy.yaml';
-
-export function seedConfigMapName(backend: string): string {
-  return `${backend}-tenant-quota-policy`;
-}
 
 export interface SeedInput {
   /** The Bindings' tenants at their ceilings. */

@@ -2,11 +2,12 @@
 // this pass, and what pool and Binding decisions share. Pure.
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
+import { type DecidedCondition, decided, nameList } from '../../model/conditions.ts';
+import { domainOf } from '../../model/domains.ts';
+import { formatBinarySI, parseQuantityBytes } from '../../model/quantity.ts';
 import type { LedgerFailure } from '../../store/tenant-ledger.ts';
 import type { TenantFigures } from '../../store/tenant-metrics.ts';
-import { formatBinarySI, parseQuantityBytes } from '../backend/quantity.ts';
-import { type DecidedCondition, decided, nameList } from '../conditions.ts';
-import { domainOf, type LedgerPlan } from './plan.ts';
+import type { LedgerPlan } from './plan.ts';
 
 export interface MasterReport {
   /** Why the pool's backend does not resolve to a readable master, if so. */

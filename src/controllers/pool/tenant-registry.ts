@@ -5,8 +5,8 @@ import type { ConfigMap } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { backendLabels, backendOwnerReference } from '../backend/labels.ts';
-import { fieldManagers } from '../context.ts';
+import { fieldManagers } from '../../model/identity.ts';
+import { backendLabels, backendOwnerReference } from '../../model/store-objects.ts';
 
 export const registryKey = 'tenants';
 

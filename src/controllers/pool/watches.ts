@@ -5,8 +5,10 @@ import type { KVCachePool, KVCachePoolBinding, ModelDeployment } from '../../api
 import type { Controller } from '../../kube/controller.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { type BackendInformers, backendInformers, leaderOwner } from '../backend/watches.ts';
-import { type OperatorContext, workerApiVersion } from '../context.ts';
+import { workerApiVersion } from '../../model/identity.ts';
+import { leaderOwner } from '../../model/store-objects.ts';
+import { type BackendInformers, backendInformers } from '../backend/watches.ts';
+import type { OperatorContext } from '../context.ts';
 
 export const byPool = 'pool';
 export const byBindingRef = 'binding';

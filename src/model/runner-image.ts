@@ -3,9 +3,9 @@
 // The backend comes from the InstanceType's manufacturer, the runtime version from the lowest
 // `acceleratable.feature.gpustack.ai/<manufacturer>.runtime-version` label on the InstanceType's nodes.
 // Where no tag can be formed, the error names the image fields. Pure.
-import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
-import type { InstanceType, ModelDeployment } from '../../api/types.ts';
-import type { KubeObject } from '../../kube/object.ts';
+import type { ModelDeploymentRole } from '../api/model-deployment.ts';
+import type { InstanceType, ModelDeployment } from '../api/types.ts';
+import type { KubeObject } from '../kube/object.ts';
 
 export const runnerRepository = 'gpustack/runner';
 

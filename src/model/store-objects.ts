@@ -1,6 +1,10 @@
-// Labels, selectors and the metadata every child of a managed KVCacheBackend carries.
-import type { KVCacheBackend } from '../../api/types.ts';
-import type { KubeObject, ObjectMeta, OwnerReference } from '../../kube/object.ts';
+// The objects a managed KVCacheBackend runs as: their names, ports, labels, selectors and the metadata
+// every child carries.
+import type { KVCacheBackend } from '../api/types.ts';
+import type { KubeObject, ObjectMeta, OwnerReference } from '../kube/object.ts';
+
+/** What a name is derived from: a backend, or only its name (admission judges names before they exist). */
+type BackendRef = Pick<KVCacheBackend, 'metadata'>;
 
 export const nameLabel = 'app.kubernetes.io/name';
 export const instanceLabel = 'app.kubernetes.io/instance';
@@ -67,7 +71,7 @@ export function childMetadata(
 }
 
 /** The backend's name; a backend read from the apiserver always has one. */
-export function backendName(backend: KVCacheBackend): string {
+export function backendName(backend: BackendRef): string {
   const name = backend.metadata.name;
   if (!name)
     throw new Error('KVCacheBackend has no metadata.name; render only objects read from the apiserver');
@@ -75,12 +79,12 @@ export function backendName(backend: KVCacheBackend): string {
 }
 
 /** The name of the leader Deployment, Service, Lease and leader RBAC objects. */
-export function leaderName(backend: KVCacheBackend): string {
+export function leaderName(backend: BackendRef): string {
   return `${backendName(backend)}-leader`;
 }
 
 /** The name of the Service the operator reads the leader's admin port through (engines never use it). */
-export function adminServiceName(backend: KVCacheBackend): string {
+export function adminServiceName(backend: BackendRef): string {
   return `${backendName(backend)}-admin`;
 }
 
@@ -94,11 +98,28 @@ export const operatorPodLabels: Record<string, string> = {
 };
 
 /** The name of member group `index`'s DaemonSet. */
-export function memberDaemonSetName(backend: KVCacheBackend, index: number): string {
+export function memberDaemonSetName(backend: BackendRef, index: number): string {
   return `${backendName(backend)}-member-${index}`;
 }
 
+/** `<backend>-leader` or `<backend>-admin` → `<backend>`, for objects named after the leader. */
+export function leaderOwner(name: string | undefined): string[] {
+  const suffix = ['-leader', '-admin'].find((s) => name?.endsWith(s));
+  return name && suffix ? [name.slice(0, -suffix.length)] : [];
+}
+
+/** The ConfigMap the pool controller seeds the leader's tenant policy from, and its key. */
+export function seedConfigMapName(backend: string): string {
+  return `${backend}-tenant-quota-policy`;
+}
+export const policyKey = 'tenant-quota-policy.yaml';
+
+/** The leader's ports: RPC (engines and members), admin (metrics and the ledger), probe (kubelet). */
+export const leaderRpcPort = 50051;
+export const leaderAdminPort = 9003;
+export const leaderProbePort = 9004;
+
 /** The name of the per-backend member ServiceAccount, Role and RoleBinding. */
-export function memberAccountName(backend: KVCacheBackend): string {
+export function memberAccountName(backend: BackendRef): string {
   return `${backendName(backend)}-member`;
 }

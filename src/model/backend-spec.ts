@@ -1,7 +1,7 @@
 // The values a managed backend's spec resolves to once defaults and fallbacks apply.
-import type { KVCacheBackendSpec, MemberGroup, TransportProtocol } from '../../api/kvcache-backend.ts';
-import type { KVCacheBackend } from '../../api/types.ts';
-import { type LeaseTimings, storeLeaseDefaults } from '../../kube/lease-timing.ts';
+import type { KVCacheBackendSpec, MemberGroup, TransportProtocol } from '../api/kvcache-backend.ts';
+import type { KVCacheBackend } from '../api/types.ts';
+import { type LeaseTimings, storeLeaseDefaults } from '../kube/lease-timing.ts';
 
 export type ManagedConnection = NonNullable<KVCacheBackendSpec['connection']['managed']>;
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
