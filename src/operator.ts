@@ -1,7 +1,7 @@
 // Assembles the operator: shared context, controllers, admission webhooks and their registration,
 // under a Manager (leader election, health, metrics). Used by `kvpool operator` and by tests.
 
-import type { OperatorContext } from './controllers/context.ts';
+import type { OperatorContext } from './context/operator-context.ts';
 import { buildContext, registerControllers } from './controllers/index.ts';
 import type { KubeClient } from './kube/client.ts';
 import { log } from './kube/log.ts';

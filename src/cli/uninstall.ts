@@ -6,7 +6,7 @@
 // their tenant entries) and how to take the objects back (install kvpool again).
 import { parseArgs } from 'node:util';
 import type { Deployment } from 'kubernetes-types/apps/v1.js';
-import { removeFinalizer } from '../controllers/apply.ts';
+import { removeFinalizer } from '../context/apply.ts';
 import { KubeClient, type KubeObject, refOf } from '../kube/client.ts';
 import { ApiError } from '../kube/errors.ts';
 import { EventRecorder } from '../kube/events.ts';

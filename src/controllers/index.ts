@@ -1,16 +1,16 @@
 // Builds the operator's shared context and registers every controller with a manager.
 
+import type { OperatorContext } from '../context/operator-context.ts';
+import { Settings } from '../context/settings.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { InformerFactory } from '../kube/informer-factory.ts';
 import type { Manager } from '../kube/manager.ts';
+import { ReplicaReportWatcher } from '../store/replica-watcher.ts';
 import { StoreWatcher } from '../store/store-watcher.ts';
 import { BackendReconciler } from './backend/reconciler.ts';
-import type { OperatorContext } from './context.ts';
 import { ModelDeploymentReconciler } from './modeldeployment/reconciler.ts';
-import { ReplicaReportWatcher } from './modeldeployment/replica-watcher.ts';
 import { PoolReconciler } from './pool/reconciler.ts';
-import { Settings } from './settings.ts';
 
 export interface OperatorOptions {
   namespace: string;

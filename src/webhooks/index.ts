@@ -1,6 +1,7 @@
 // Every admission handler the operator serves, and the configurations that route requests to them.
-import type { OperatorContext } from '../controllers/context.ts';
-import { deploymentInformers } from '../controllers/modeldeployment/watches.ts';
+
+import { deploymentInformers } from '../context/informers.ts';
+import type { OperatorContext } from '../context/operator-context.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { WebhookServer } from '../kube/webhook-server.ts';
 import { backendAdmission, backendHook } from './backend.ts';

@@ -3,8 +3,8 @@
 // objects (`fresh`): an object created or changed a moment ago may not have reached the cache yet (a
 // Binding applied together with the Pod that names it, a pool that just became Ready).
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
-import type { OperatorContext } from '../controllers/context.ts';
-import type { PoolInformers } from '../controllers/pool/watches.ts';
+import type { PoolInformers } from '../context/informers.ts';
+import type { OperatorContext } from '../context/operator-context.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { workerApiVersion } from '../model/identity.ts';

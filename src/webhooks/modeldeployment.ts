@@ -1,7 +1,7 @@
 // Admission of ModelDeployments, and of Pods that opt in to cache injection.
 import type { ModelDeployment } from '../api/types.ts';
-import type { OperatorContext } from '../controllers/context.ts';
-import type { DeploymentInformers } from '../controllers/modeldeployment/watches.ts';
+import type { DeploymentInformers } from '../context/informers.ts';
+import type { OperatorContext } from '../context/operator-context.ts';
 import { injectLabel } from '../inject/types.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';

@@ -1,8 +1,8 @@
 // Admission of KVCachePool and KVCachePoolBinding, reading pools and backends from the operator's
 // caches (see lookup.ts); a created Binding's siblings are read from the apiserver itself.
 import type { KVCachePool, KVCachePoolBinding } from '../api/types.ts';
-import type { OperatorContext } from '../controllers/context.ts';
-import type { PoolInformers } from '../controllers/pool/watches.ts';
+import type { PoolInformers } from '../context/informers.ts';
+import type { OperatorContext } from '../context/operator-context.ts';
 import { type AdmissionHandler, allow } from '../kube/webhook-server.ts';
 import { workerApiVersion } from '../model/identity.ts';
 import type { HookSpec } from './configuration.ts';

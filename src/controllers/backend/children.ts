@@ -5,17 +5,17 @@
 import type { DaemonSet } from 'kubernetes-types/apps/v1.js';
 import type { ObjectMeta } from 'kubernetes-types/meta/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
+import { applyChild } from '../../context/apply.ts';
+import { intentConfirmation } from '../../context/current-intent.ts';
+import { type BackendInformers, byInstance } from '../../context/informers.ts';
+import type { OperatorContext } from '../../context/operator-context.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { electionOn } from '../../model/backend-spec.ts';
 import { componentLabel, leaderComponent, leaderName, ownedByBackend } from '../../model/store-objects.ts';
-import { applyChild } from '../apply.ts';
-import type { OperatorContext } from '../context.ts';
-import { intentConfirmation } from '../current-intent.ts';
 import { podSpecHashAnnotation } from './pod-spec-hash.ts';
 import { type BackendRenderContext, renderBackend } from './render.ts';
 import { type HandoverPlan, type MemberRollPlan, planHandover, planMemberRoll } from './rollout-plan.ts';
-import { type BackendInformers, byInstance } from './watches.ts';
 
 export interface ChildrenOutcome {
   /** The elected template runs at one replica before the replicas are raised. */

@@ -2,23 +2,19 @@
 // and write conditions, phase, capacity and members. A pass that changes nothing writes nothing.
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
+import { applyStatus, ensureFinalizer } from '../../context/apply.ts';
+import { type BackendInformers, backendInformers } from '../../context/informers.ts';
+import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../../context/master-address.ts';
+import type { OperatorContext } from '../../context/operator-context.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
 import { mergeConditions } from '../../model/conditions.ts';
 import { adminServiceName, leaderAdminPort, leaderName, leaderRpcPort } from '../../model/store-objects.ts';
-import { applyStatus, ensureFinalizer } from '../apply.ts';
-import type { OperatorContext } from '../context.ts';
 import { AppliedIntents, type ChildrenOutcome, syncChildren } from './children.ts';
 import { type BackendStatusDecision, decideBackendStatus } from './status.ts';
 import { backendInUseLive, teardownBackend, teardownPollMs } from './teardown.ts';
 import { TierCleanup } from './tier-cleanup.ts';
-import {
-  buildBackendView,
-  externalAdminAddress,
-  leaseHolder,
-  managedAdminAddress,
-  mountedHosts,
-} from './view.ts';
-import { type BackendInformers, backendInformers, wireBackendWatches } from './watches.ts';
+import { buildBackendView, mountedHosts } from './view.ts';
+import { wireBackendWatches } from './watches.ts';
 
 export interface BackendControllerOptions {
   /** Safety-net re-observation; store changes arrive sooner through the store watcher. */

@@ -26,7 +26,7 @@ import {
   nameLabel,
   operatorPodLabels,
 } from '../../model/store-objects.ts';
-import type { BackendRenderContext } from './render.ts';
+import type { BackendRenderContext } from './render-context.ts';
 import { leaderReplicas } from './render-leader.ts';
 
 /**

@@ -28,7 +28,7 @@ import {
   seedConfigMapName,
 } from '../../model/store-objects.ts';
 import { podSpecHash, podSpecHashAnnotation } from './pod-spec-hash.ts';
-import type { BackendRenderContext } from './render.ts';
+import type { BackendRenderContext } from './render-context.ts';
 import { leaderResources, scratchMount, scratchVolume, storeSecurityContext } from './render-hardening.ts';
 
 const policyDir = '/var/lib/mooncake';

@@ -28,7 +28,7 @@ import {
   memberDaemonSetName,
 } from '../../model/store-objects.ts';
 import { podSpecHash, podSpecHashAnnotation } from './pod-spec-hash.ts';
-import type { BackendRenderContext } from './render.ts';
+import type { BackendRenderContext } from './render-context.ts';
 import {
   bytesOf,
   effectiveUser,

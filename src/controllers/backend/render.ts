@@ -14,21 +14,12 @@ import {
   renderLeaderLease,
   renderNetworkPolicies,
 } from './render-access.ts';
+import type { BackendRenderContext } from './render-context.ts';
 import { renderAdminService, renderLeaderDeployment, renderLeaderService } from './render-leader.ts';
 import { renderMemberDaemonSet } from './render-members.ts';
 
 export { type ResolvedImages, resolveImages } from '../../model/backend-spec.ts';
-
-export interface BackendRenderContext {
-  /** The operator namespace every child lives in. */
-  namespace: string;
-  /** The `kv-cache-backend-image` Setting, resolved by the caller. */
-  defaultImage: string;
-  /** Holds the leader at this many replicas (raising HA from an unelected template goes through 1 first). */
-  leaderReplicasOverride?: number;
-  /** The leader Pods the Lease asks not to lead (a rollout or a drain hands leadership over). */
-  leaderStepDown?: string[];
-}
+export type { BackendRenderContext } from './render-context.ts';
 
 export interface RenderedBackend {
   leaderDeployment: KubeObject<Deployment>;

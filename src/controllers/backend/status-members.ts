@@ -5,7 +5,7 @@ import { decided as cond, type DecidedCondition, nameList } from '../../model/co
 import type { Segment } from '../../store/observe.ts';
 import { gauge } from '../../store/prometheus.ts';
 import type { PodView } from './pod-view.ts';
-import type { BackendView, LeaderVerdict, MemberRow } from './status.ts';
+import type { BackendView, LeaderVerdict, MemberRow } from './status-view.ts';
 
 /** The host part of `host:port` (IPv6 `[::1]:port` aware). */
 export function endpointHost(endpoint: string | undefined): string | undefined {

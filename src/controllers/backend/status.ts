@@ -1,58 +1,14 @@
 // The backend's conditions, phase, capacity and member rows, decided from what the store and the
 // cluster report (KV-cache spec §2.1, §4.7, §5.4). Pure: the reconciler gathers a BackendView and
 // writes what this returns.
-import type { KVCacheBackendStatus } from '../../api/kvcache-backend.ts';
-import type { UsedByEntry } from '../../api/schema.ts';
 import { type DecidedCondition, decided, nameList } from '../../model/conditions.ts';
 import { formatBinarySI } from '../../model/quantity.ts';
-import { capacityFrom, type StoreObservation } from '../../store/observe.ts';
-import type { PodView } from './pod-view.ts';
-import type { MemberRollPlan } from './rollout-plan.ts';
+import { capacityFrom } from '../../store/observe.ts';
 import { membersVerdict, poolWritesVerdict } from './status-members.ts';
+import type { BackendView, LeaderVerdict, MemberRow } from './status-view.ts';
 
 export { endpointHost } from './status-members.ts';
-
-export interface DeploymentView {
-  desired: number;
-  replicas: number;
-  updated: number;
-  ready: number;
-  generation: number;
-  observedGeneration: number;
-}
-
-export interface BackendView {
-  managed: boolean;
-  deleting: boolean;
-  usedBy: UsedByEntry[];
-  /** Why nothing could be rendered (an unresolvable image), if so. */
-  renderProblem?: string;
-  /** The admin endpoint read this pass; undefined when none is known (no ready leader). */
-  adminAddress?: string;
-  store?: StoreObservation;
-  /** A disk tier is declared, or the store is external: capacity includes the file tier. */
-  includeFiles: boolean;
-  leaderPods: PodView[];
-  /** Member Pods with the index of their group. */
-  memberPods: (PodView & { group: number })[];
-  groupMedium: string[];
-  deployment?: DeploymentView;
-  /** Two-step raise of leader replicas in progress. */
-  replicasPending?: boolean;
-  /** Where the member rollout stands (one Pod at a time). */
-  memberRoll?: MemberRollPlan;
-  /** Why leadership stays or moves while a leader rollout or a drain is under way. */
-  handover?: string;
-  election: boolean;
-  lease?: { holder?: string };
-  /** Rows of the previous status, kept when a listing fails. */
-  previousMembers?: MemberRow[];
-  /** Decided once from the first members' survey (disk tier only); undefined while undecided. */
-  tierWasEmpty?: DecidedCondition;
-}
-
-/** One row of status.members. */
-export type MemberRow = NonNullable<KVCacheBackendStatus['members']>[number];
+export type { BackendView, DeploymentView, LeaderVerdict, MemberRow } from './status-view.ts';
 
 export interface BackendStatusDecision {
   phase: 'Provisioning' | 'Ready' | 'Degraded' | 'Error' | 'Deleting';
@@ -63,12 +19,6 @@ export interface BackendStatusDecision {
 }
 
 const cond = decided;
-
-export interface LeaderVerdict {
-  condition: DecidedCondition;
-  serving: boolean;
-  severity: 'ok' | 'starting' | 'error';
-}
 
 function leaderVerdict(v: BackendView): LeaderVerdict {
   const bad = (reason: string, message: string, severity: 'starting' | 'error'): LeaderVerdict => ({

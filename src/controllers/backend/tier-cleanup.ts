@@ -5,12 +5,12 @@
 import { createHash } from 'node:crypto';
 import type { Node, Pod } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
+import type { OperatorContext } from '../../context/operator-context.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { groupDisk, managedConnection, resolveImages } from '../../model/backend-spec.ts';
 import { workerApiVersion } from '../../model/identity.ts';
 import { backendLabels, backendOwnerReference } from '../../model/store-objects.ts';
 import { shellQuote } from '../../shell.ts';
-import type { OperatorContext } from '../context.ts';
 import { tierCleanupComponent } from './render-access.ts';
 import { smallJobResources, storeSecurityContext } from './render-hardening.ts';
 import { memberUser } from './render-members.ts';

@@ -3,23 +3,21 @@
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
+import { type BackendInformers, byBackend, byInstance, byInvolvedUid } from '../../context/informers.ts';
+import type { OperatorContext } from '../../context/operator-context.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { anyDiskTier, electionOn, managedConnection } from '../../model/backend-spec.ts';
 import {
-  adminServiceName,
   componentLabel,
-  leaderAdminPort,
   leaderName,
   memberComponent,
   memberDaemonSetName,
 } from '../../model/store-objects.ts';
 import type { StoreObservation } from '../../store/observe.ts';
-import type { OperatorContext } from '../context.ts';
 import { viewPod } from './pod-view.ts';
 import type { MemberRollPlan } from './rollout-plan.ts';
 import { type BackendView, endpointHost } from './status.ts';
 import { decideTierWasEmpty, firstMembers, readSurvey } from './tier-survey.ts';
-import { type BackendInformers, byBackend, byInstance, byInvolvedUid, byService } from './watches.ts';
 
 /** Pools naming this backend, including those still tearing down: each holds the backend until gone. */
 export function backendUsedBy(informers: BackendInformers, backend: string): UsedByEntry[] {
@@ -29,42 +27,11 @@ export function backendUsedBy(informers: BackendInformers, backend: string): Use
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
-/** host:port of the managed leader's admin endpoint: a ready leader Pod behind the admin Service. */
-export function managedAdminAddress(
-  informers: BackendInformers,
-  backend: KVCacheBackend,
-  holder?: string,
-): string | undefined {
-  const ready: string[] = [];
-  for (const slice of informers.slices.byIndex(byService, adminServiceName(backend))) {
-    const port = slice.ports?.find((p) => p.name === 'admin')?.port ?? leaderAdminPort;
-    for (const e of slice.endpoints ?? []) {
-      if (e.conditions?.ready && e.addresses[0]) ready.push(`${e.addresses[0]}:${port}`);
-    }
-  }
-  ready.sort();
-  // While a failover briefly shows two ready replicas, the Lease holder is the one serving.
-  const holderHost = holder?.split(':')[0];
-  return ready.find((a) => a.split(':')[0] === holderHost) ?? ready[0];
-}
-
 /** Hosts the master lists a segment from, in its latest listing; undefined without one. */
 export function mountedHosts(store: StoreObservation | undefined): ReadonlySet<string> | undefined {
   const listing = store?.segments;
   if (!listing?.ok || !listing.value.served) return undefined;
   return new Set(listing.value.segments.flatMap((s) => endpointHost(s.teEndpoint) ?? []));
-}
-
-export function externalAdminAddress(backend: KVCacheBackend): string | undefined {
-  return backend.spec.connection.external?.endpoints.find((e) => e.name === 'Admin')?.address;
-}
-
-export function leaseHolder(
-  informers: BackendInformers,
-  backend: KVCacheBackend,
-  namespace: string,
-): string | undefined {
-  return informers.leases.get(leaderName(backend), namespace)?.spec?.holderIdentity || undefined;
 }
 
 /** TierWasEmpty from the first member Pods of the groups that declare a tier (decided once). */

@@ -1,97 +1,10 @@
-// The collections the backend controller reads, and how their events map to backend keys.
-
-import type { DaemonSet, Deployment } from 'kubernetes-types/apps/v1.js';
-import type { Lease } from 'kubernetes-types/coordination/v1.js';
-import type { Event, Node, Pod, Service } from 'kubernetes-types/core/v1.js';
-import type { EndpointSlice } from 'kubernetes-types/discovery/v1.js';
-import type { KVCacheBackend, KVCachePool } from '../../api/types.ts';
+// How the events of what the backend controller reads (context/informers.ts) map to backend keys.
+import type { BackendInformers } from '../../context/informers.ts';
+import { instanceOf } from '../../context/informers.ts';
+import type { OperatorContext } from '../../context/operator-context.ts';
 import type { Controller } from '../../kube/controller.ts';
-import type { Informer } from '../../kube/informer.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
-import type { KubeObject } from '../../kube/object.ts';
-import { workerApiVersion } from '../../model/identity.ts';
-import { componentLabel, instanceLabel, leaderOwner, nameLabel } from '../../model/store-objects.ts';
-import type { OperatorContext } from '../context.ts';
-
-export interface BackendInformers {
-  backends: Informer<KVCacheBackend>;
-  pools: Informer<KVCachePool>;
-  pods: Informer<KubeObject<Pod>>;
-  deployments: Informer<KubeObject<Deployment>>;
-  daemonSets: Informer<KubeObject<DaemonSet>>;
-  services: Informer<KubeObject<Service>>;
-  slices: Informer<KubeObject<EndpointSlice>>;
-  leases: Informer<KubeObject<Lease>>;
-  /** Nodes, for whether a leader's node is cordoned (a drain hands leadership over first). */
-  nodes: Informer<KubeObject<Node>>;
-  /** Warning events about mounts the kubelet could not make (a missing tier directory). */
-  mountFailures: Informer<KubeObject<Event>>;
-}
-export const byInvolvedUid = 'involved';
-
-const storeSelector = `${nameLabel}=kv-cache-backend`;
-export const byInstance = 'instance';
-export const byBackend = 'backend';
-export const byService = 'service';
-
-const instanceOf = (o: KubeObject) => {
-  const v = o.metadata.labels?.[instanceLabel];
-  return v ? [v] : [];
-};
-
-export function backendInformers(ctx: OperatorContext): BackendInformers {
-  const ns = ctx.namespace;
-  const f = ctx.informers;
-  return {
-    backends: f.get<KVCacheBackend>({ apiVersion: workerApiVersion, kind: 'KVCacheBackend' }),
-    pools: f.get<KVCachePool>({
-      apiVersion: workerApiVersion,
-      kind: 'KVCachePool',
-      indexers: { [byBackend]: (p) => p.spec.backends ?? [] },
-    }),
-    pods: f.get<KubeObject<Pod>>({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      namespace: ns,
-      labelSelector: storeSelector,
-      indexers: { [byInstance]: instanceOf },
-    }),
-    deployments: f.get<KubeObject<Deployment>>({
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      namespace: ns,
-      labelSelector: storeSelector,
-    }),
-    daemonSets: f.get<KubeObject<DaemonSet>>({
-      apiVersion: 'apps/v1',
-      kind: 'DaemonSet',
-      namespace: ns,
-      labelSelector: storeSelector,
-      indexers: { [byInstance]: instanceOf },
-    }),
-    services: f.get<KubeObject<Service>>({
-      apiVersion: 'v1',
-      kind: 'Service',
-      namespace: ns,
-      labelSelector: storeSelector,
-    }),
-    slices: f.get<KubeObject<EndpointSlice>>({
-      apiVersion: 'discovery.k8s.io/v1',
-      kind: 'EndpointSlice',
-      namespace: ns,
-      indexers: { [byService]: (s) => [s.metadata.labels?.['kubernetes.io/service-name'] ?? ''] },
-    }),
-    leases: f.get<KubeObject<Lease>>({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: ns }),
-    nodes: f.get<KubeObject<Node>>({ apiVersion: 'v1', kind: 'Node' }),
-    mountFailures: f.get<KubeObject<Event>>({
-      apiVersion: 'v1',
-      kind: 'Event',
-      namespace: ns,
-      fieldSelector: 'reason=FailedMount',
-      indexers: { [byInvolvedUid]: (e) => (e.involvedObject.uid ? [e.involvedObject.uid] : []) },
-    }),
-  };
-}
+import { componentLabel, leaderOwner } from '../../model/store-objects.ts';
 
 export function wireBackendWatches(controller: Controller, i: BackendInformers, ctx: OperatorContext): void {
   controller.watch(i.backends, (b) => [b.metadata.name!]);

@@ -4,6 +4,10 @@
 
 import type { DeploymentSpec } from 'kubernetes-types/apps/v1.js';
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
+import { applyChild, applyStatus, ensureFinalizer, removeFinalizer } from '../../context/apply.ts';
+import { intentConfirmation } from '../../context/current-intent.ts';
+import { byInstanceNs, type DeploymentInformers, deploymentInformers } from '../../context/informers.ts';
+import type { OperatorContext } from '../../context/operator-context.ts';
 import { injectedAnnotation } from '../../inject/types.ts';
 import { Controller, type ReconcileResult, splitKey } from '../../kube/controller.ts';
 import type { KubeObject } from '../../kube/object.ts';
@@ -12,19 +16,11 @@ import { isTakeOver, servingPort } from '../../model/engine-roles.ts';
 import { fieldManagers } from '../../model/identity.ts';
 import { parseQuantityBytes } from '../../model/quantity.ts';
 import { poolRuntimeVersions } from '../../model/runner-image.ts';
-import { applyChild, applyStatus, ensureFinalizer, removeFinalizer } from '../apply.ts';
-import type { OperatorContext } from '../context.ts';
-import { intentConfirmation } from '../current-intent.ts';
 import { resolveCache } from './connection.ts';
 import { renderModelDeployment } from './render.ts';
 import { componentLabel, roleKind, roleObjectName } from './render-labels.ts';
 import { decideDeployment, type RoleView } from './status.ts';
-import {
-  byInstanceNs,
-  type DeploymentInformers,
-  deploymentInformers,
-  wireDeploymentWatches,
-} from './watches.ts';
+import { wireDeploymentWatches } from './watches.ts';
 
 export class ModelDeploymentReconciler {
   readonly controller: Controller;

@@ -1,7 +1,9 @@
 // A ModelDeployment's phase, role counts and conditions (ModelDeployment spec §2, KV-cache spec §2.4),
 // decided from its Deployments, its cache resolution and what ready replicas report. Pure.
+
 import type { ModelDeployment } from '../../api/types.ts';
 import { type DecidedCondition, decided } from '../../model/conditions.ts';
+import type { CacheReports } from '../../store/replica-reports.ts';
 import type { CacheResolution } from './connection.ts';
 import { servicePort } from './render.ts';
 
@@ -13,12 +15,6 @@ export interface RoleView {
   /** Replicas running the current template. */
   updated: number;
   unmanaged: boolean;
-}
-
-/** Store operations ready replicas reported (undefined: no replica reported any). */
-export interface CacheReports {
-  successes: number;
-  failures: number;
 }
 
 export interface DeploymentView {

@@ -1,58 +1,11 @@
-// What the ModelDeployment controller reads, and how events map to deployment keys.
-import type { Deployment } from 'kubernetes-types/apps/v1.js';
-import type { Node, Pod, Service } from 'kubernetes-types/core/v1.js';
-import type { InstanceType, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
+// How the events of what the ModelDeployment controller reads (context/informers.ts) map to deployment keys.
+import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
+import { byBindingRef, byPool, type DeploymentInformers, instanceNs } from '../../context/informers.ts';
+import type { OperatorContext } from '../../context/operator-context.ts';
 import type { Controller } from '../../kube/controller.ts';
-import { type Informer, objectKey } from '../../kube/informer.ts';
+import { objectKey } from '../../kube/informer.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { workerApiVersion } from '../../model/identity.ts';
 import { isAcceleratorLabel } from '../../model/runner-image.ts';
-import type { OperatorContext } from '../context.ts';
-import { byBindingRef, byPool, type PoolInformers, poolInformers } from '../pool/watches.ts';
-
-export const byInstanceNs = 'instance-ns';
-const selector = 'app.kubernetes.io/name=model-deployment';
-
-export interface DeploymentInformers extends PoolInformers {
-  workloads: Informer<KubeObject<Deployment>>;
-  engineServices: Informer<KubeObject<Service>>;
-  enginePods: Informer<KubeObject<Pod>>;
-  instanceTypes: Informer<InstanceType>;
-  /** Nodes, for the accelerator runtime version a default image is tagged with. */
-  nodes: Informer<KubeObject<Node>>;
-}
-
-const instanceNs = (o: KubeObject) => {
-  const i = o.metadata.labels?.['app.kubernetes.io/instance'];
-  return i ? [`${o.metadata.namespace}/${i}`] : [];
-};
-
-export function deploymentInformers(ctx: OperatorContext): DeploymentInformers {
-  const f = ctx.informers;
-  return {
-    ...poolInformers(ctx),
-    workloads: f.get<KubeObject<Deployment>>({
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      labelSelector: selector,
-      indexers: { [byInstanceNs]: instanceNs },
-    }),
-    engineServices: f.get<KubeObject<Service>>({
-      apiVersion: 'v1',
-      kind: 'Service',
-      labelSelector: selector,
-      indexers: { [byInstanceNs]: instanceNs },
-    }),
-    enginePods: f.get<KubeObject<Pod>>({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      labelSelector: selector,
-      indexers: { [byInstanceNs]: instanceNs },
-    }),
-    instanceTypes: f.get<InstanceType>({ apiVersion: workerApiVersion, kind: 'InstanceType' }),
-    nodes: f.get<KubeObject<Node>>({ apiVersion: 'v1', kind: 'Node' }),
-  };
-}
 
 function acceleratorLabelsOf(node: KubeObject | undefined): string {
   const labels = Object.entries(node?.metadata.labels ?? {}).filter(([k]) => isAcceleratorLabel(k));

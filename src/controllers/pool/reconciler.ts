@@ -3,16 +3,22 @@
 // every Binding's and pool's status. Bindings have no controller of their own.
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
+import { applyChild, applyStatus, eachWrite, ensureFinalizer, removeFinalizer } from '../../context/apply.ts';
+import {
+  byBackend,
+  byBindingRef,
+  byPool,
+  type PoolInformers,
+  poolInformers,
+} from '../../context/informers.ts';
+import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../../context/master-address.ts';
+import type { OperatorContext } from '../../context/operator-context.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
 import { mergeConditions } from '../../model/conditions.ts';
 import { domainOf } from '../../model/domains.ts';
 import { policyKey, seedConfigMapName } from '../../model/store-objects.ts';
 import { gaugeBytes } from '../../store/prometheus.ts';
 import { allocatableBytes, tenantFigures } from '../../store/tenant-metrics.ts';
-import { applyChild, applyStatus, eachWrite, ensureFinalizer, removeFinalizer } from '../apply.ts';
-import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../backend/view.ts';
-import { byBackend } from '../backend/watches.ts';
-import type { OperatorContext } from '../context.ts';
 import { decideBinding } from './binding-status.ts';
 import { executeLedger, type LedgerOutcome } from './ledger.ts';
 import { heldLive, liveInput, mayRelease, poolInUseLive } from './live-check.ts';
@@ -20,14 +26,7 @@ import { planLedger } from './plan.ts';
 import { parsePolicy, renderSeedConfigMap, seedTenants } from './seed-policy.ts';
 import { type Decision, decidePool, type MasterReport } from './status.ts';
 import { readRegistry, writeRegistry } from './tenant-registry.ts';
-import {
-  byBindingRef,
-  byPool,
-  type PoolInformers,
-  poolInformers,
-  unpooledKey,
-  wirePoolWatches,
-} from './watches.ts';
+import { unpooledKey, wirePoolWatches } from './watches.ts';
 
 export class PoolReconciler {
   readonly controller: Controller;

@@ -1,9 +1,13 @@
 // What ready engine replicas report about their store operations, read from their /metrics. Engines
 // that export no such family report nothing (absent, not zero).
 import { request } from 'undici';
-import { parsePrometheusText } from '../../store/prometheus.ts';
-import type { CacheReports } from './status.ts';
+import { parsePrometheusText } from './prometheus.ts';
 
+/** Store operations ready replicas reported (undefined: no replica reported any). */
+export interface CacheReports {
+  successes: number;
+  failures: number;
+}
 /** Store-operation counters an engine replica may export, by the result label. */
 const families = ['kvpool_standin_store_operations_total'];
 

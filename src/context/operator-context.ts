@@ -2,8 +2,8 @@
 import type { KubeClient } from '../kube/client.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import type { InformerFactory } from '../kube/informer-factory.ts';
+import type { ReplicaReportWatcher } from '../store/replica-watcher.ts';
 import type { StoreWatcher } from '../store/store-watcher.ts';
-import type { ReplicaReportWatcher } from './modeldeployment/replica-watcher.ts';
 import type { Settings } from './settings.ts';
 
 export interface OperatorContext {

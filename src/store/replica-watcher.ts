@@ -1,9 +1,9 @@
 // Reads what each deployment's ready replicas report about the cache, on its own schedule, and wakes
 // the deployment's pass when the verdict those reports give changes. A pass reads the latest reading
 // and never waits on a replica (one that hangs would otherwise hold every pass of its deployment).
-import { log } from '../../kube/log.ts';
+import { log } from '../kube/log.ts';
+import type { CacheReports } from './replica-reports.ts';
 import { readReplicaReports } from './replica-reports.ts';
-import type { CacheReports } from './status.ts';
 
 type Read = (endpoints: string[]) => Promise<CacheReports | undefined>;
 

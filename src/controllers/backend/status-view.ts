@@ -1,0 +1,56 @@
+// What the backend's status is decided from (a BackendView, gathered by view.ts) and the verdicts the
+// decision's parts hand each other: a leaf, shared by status.ts and status-members.ts.
+import type { KVCacheBackendStatus } from '../../api/kvcache-backend.ts';
+import type { UsedByEntry } from '../../api/schema.ts';
+import type { DecidedCondition } from '../../model/conditions.ts';
+import type { StoreObservation } from '../../store/observe.ts';
+import type { PodView } from './pod-view.ts';
+import type { MemberRollPlan } from './rollout-plan.ts';
+
+export interface DeploymentView {
+  desired: number;
+  replicas: number;
+  updated: number;
+  ready: number;
+  generation: number;
+  observedGeneration: number;
+}
+
+export interface BackendView {
+  managed: boolean;
+  deleting: boolean;
+  usedBy: UsedByEntry[];
+  /** Why nothing could be rendered (an unresolvable image), if so. */
+  renderProblem?: string;
+  /** The admin endpoint read this pass; undefined when none is known (no ready leader). */
+  adminAddress?: string;
+  store?: StoreObservation;
+  /** A disk tier is declared, or the store is external: capacity includes the file tier. */
+  includeFiles: boolean;
+  leaderPods: PodView[];
+  /** Member Pods with the index of their group. */
+  memberPods: (PodView & { group: number })[];
+  groupMedium: string[];
+  deployment?: DeploymentView;
+  /** Two-step raise of leader replicas in progress. */
+  replicasPending?: boolean;
+  /** Where the member rollout stands (one Pod at a time). */
+  memberRoll?: MemberRollPlan;
+  /** Why leadership stays or moves while a leader rollout or a drain is under way. */
+  handover?: string;
+  election: boolean;
+  lease?: { holder?: string };
+  /** Rows of the previous status, kept when a listing fails. */
+  previousMembers?: MemberRow[];
+  /** Decided once from the first members' survey (disk tier only); undefined while undecided. */
+  tierWasEmpty?: DecidedCondition;
+}
+
+/** One row of status.members. */
+export type MemberRow = NonNullable<KVCacheBackendStatus['members']>[number];
+
+export interface LeaderVerdict {
+  condition: DecidedCondition;
+  serving: boolean;
+  severity: 'ok' | 'starting' | 'error';
+}
