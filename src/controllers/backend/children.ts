@@ -3,6 +3,7 @@
 // replacement has mounted its segment, and one leadership handover per leader rollout or drain.
 
 import type { DaemonSet } from 'kubernetes-types/apps/v1.js';
+import type { PodSpec } from 'kubernetes-types/core/v1.js';
 import type { ObjectMeta } from 'kubernetes-types/meta/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import { applyChild } from '../../context/apply.ts';
@@ -28,7 +29,7 @@ const hashOf = (o: { metadata?: ObjectMeta } | undefined) =>
   o?.metadata?.annotations?.[podSpecHashAnnotation];
 
 /** Whether a leader's Pod spec (a live Pod's, or its Deployment's template's) runs without an election. */
-function runsUnelected(spec: { containers: { args?: string[] }[] } | undefined): boolean {
+function runsUnelected(spec: PodSpec | undefined): boolean {
   return spec?.containers[0]?.args?.includes('--election=None') ?? false;
 }
 

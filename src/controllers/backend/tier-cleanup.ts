@@ -109,7 +109,11 @@ export class TierCleanup {
   }
 
   private async nodeEvent(job: NodeCleanup, reason: string, message: string): Promise<void> {
-    const node = { apiVersion: 'v1', kind: 'Node', metadata: { name: job.node, uid: job.nodeUid } };
+    const node: KubeObject<Node> = {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: job.node, uid: job.nodeUid },
+    };
     await this.ctx.events.record(node, 'Warning', reason, message);
   }
 
