@@ -2,15 +2,17 @@
 // as its ServiceAccount and cannot read Secrets beyond its own; `helm upgrade` to a new operator image
 // keeps the store (same Pods, same data); `helm uninstall` leaves no webhook in the way and no
 // finalizer waiting on an operator that is gone.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { operatorImage } from '../../images/recipes.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { chartDir } from '../../src/local/helm.ts';
 import { mutatingConfigurationName, validatingConfigurationName } from '../../src/webhooks/configuration.ts';
-import { type E2ECluster, eventually, startE2ECluster } from '../support/local-cluster.ts';
+import { type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
 import { seedText } from '../support/seed.ts';
 import { runStoreClient } from '../support/store-client.ts';
+import { waitFor } from '../support/wait.ts';
 
 const ns = 'kvpool-system';
 type Pod = KubeObject & {
@@ -71,15 +73,17 @@ headers:{Authorization:'Bearer '+fs.readFileSync(d+'token','utf8')}},r=>{console
 
   it('runs Steps 1 and 2 with the store in the operator’s namespace, and keeps a key there', async () => {
     await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-1-store.yaml'));
-    const row = await eventually('kubectl get kvcb shows Ready with 16Gi', async () => {
-      const out = await e.kubectl(['get', 'kvcb', 'mooncake-dram', '--no-headers']);
-      return /\sReady\s.*\s16Gi\s/.test(out) ? out : undefined;
-    });
+    const row = await waitFor(
+      async () => {
+        const out = await e.kubectl(['get', 'kvcb', 'mooncake-dram', '--no-headers']);
+        return /\sReady\s.*\s16Gi\s/.test(out) ? out : undefined;
+      },
+      { what: 'kubectl get kvcb shows Ready with 16Gi' },
+    );
     assert.match(row, /mooncake-dram-leader\.kvpool-system\.svc:50051/);
     await e.kubectl(['create', 'namespace', 'team-a']);
     await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-2-pool-binding.yaml'));
-    await eventually(
-      'the Binding Ready with its grant (the domain is registered on the master)',
+    await waitFor(
       async () => {
         const out = await e.kubectl([
           '-n',
@@ -92,6 +96,7 @@ headers:{Authorization:'Bearer '+fs.readFileSync(d+'token','utf8')}},r=>{console
         ]);
         return out === 'Ready' ? true : undefined;
       },
+      { what: 'the Binding Ready with its grant (the domain is registered on the master)' },
     );
     assert.deepEqual(await store('put', 'before-upgrade'), [{ rc: 0 }]);
   });
@@ -118,35 +123,46 @@ headers:{Authorization:'Bearer '+fs.readFileSync(d+'token','utf8')}},r=>{console
       '--timeout',
       '5m',
     ]);
-    const operators = await eventually('both operator Pods on the new image', async () => {
-      const now = await pods('app.kubernetes.io/component=operator');
-      return now.length === 2 && now.every((p) => p.spec.containers[0]!.image === nextTag) ? now : undefined;
-    });
+    const operators = await waitFor(
+      async () => {
+        const now = await pods('app.kubernetes.io/component=operator');
+        return now.length === 2 && now.every((p) => p.spec.containers[0]!.image === nextTag)
+          ? now
+          : undefined;
+      },
+      { what: 'both operator Pods on the new image' },
+    );
     assert.equal(operators.length, 2);
     const after = new Map((await storePods()).map((p) => [p.metadata.name!, p.metadata.uid]));
     assert.deepEqual(after, before, 'the store Pods are the same Pods');
-    await eventually('the backend Ready with 16Gi under the new operator', async () => {
-      const out = await e.kubectl(['get', 'kvcb', 'mooncake-dram', '--no-headers']);
-      return /\sReady\s.*\s16Gi\s/.test(out) ? out : undefined;
-    });
+    await waitFor(
+      async () => {
+        const out = await e.kubectl(['get', 'kvcb', 'mooncake-dram', '--no-headers']);
+        return /\sReady\s.*\s16Gi\s/.test(out) ? out : undefined;
+      },
+      { what: 'the backend Ready with 16Gi under the new operator' },
+    );
     const [got] = await store('get', 'before-upgrade');
     assert.ok(got && 'data' in got);
     assert.equal(got.data.toString(), 'value of before-upgrade');
   });
 
   it('helm uninstall: no webhook in the way, every object released with an Event, a namespace deletes', async () => {
-    await eventually('the Binding held by kvpool’s finalizer', async () => {
-      const out = await e.kubectl([
-        '-n',
-        'team-a',
-        'get',
-        'kvcpb',
-        'team-a',
-        '-o',
-        'jsonpath={.metadata.finalizers}',
-      ]);
-      return out.includes('kvpool-protection') ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const out = await e.kubectl([
+          '-n',
+          'team-a',
+          'get',
+          'kvcpb',
+          'team-a',
+          '-o',
+          'jsonpath={.metadata.finalizers}',
+        ]);
+        return out.includes('kvpool-protection') ? true : undefined;
+      },
+      { what: 'the Binding held by kvpool’s finalizer' },
+    );
     const storeBefore = new Map((await storePods()).map((p) => [p.metadata.name!, p.metadata.uid]));
     await e.cluster.helm.run(['uninstall', 'kvpool', '--namespace', ns, '--wait', '--timeout', '5m']);
 

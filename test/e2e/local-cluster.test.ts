@@ -2,6 +2,7 @@
 // address, their own /var/lib), Pod networking across nodes, Services through kube-proxy and names
 // through CoreDNS, `kubectl logs` and `kubectl exec`, image pulls that fail as on a cluster without
 // the image — and Ctrl-C leaves nothing of it on this machine.
+
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -12,8 +13,7 @@ import { storeImage } from '../../images/recipes.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { slotOfAddress, slotTraces } from '../../src/local/nodes/host-network.ts';
 import { kubeBinary, projectRoot } from '../../src/local/toolchain.ts';
-import { WaitAborted } from '../../src/local/wait-for.ts';
-import { eventually } from '../support/local-cluster.ts';
+import { WaitAborted, waitFor } from '../support/wait.ts';
 
 interface Pod {
   metadata: { name: string };
@@ -75,13 +75,12 @@ describe('the local cluster on real nodes (npm start)', () => {
       name,
     });
   const running = (name: string) =>
-    eventually(
-      `${name} to run`,
+    waitFor(
       async () => {
         const p = await podNamed(name);
         return p.status?.containerStatuses?.[0]?.ready ? p : undefined;
       },
-      120_000,
+      { what: `${name} to run`, timeoutMs: 120_000 },
     );
 
   before(async () => {
@@ -94,13 +93,12 @@ describe('the local cluster on real nodes (npm start)', () => {
     cli.stderr?.on('data', (d) => {
       output += d;
     });
-    await eventually(
-      'kvpool ready',
+    await waitFor(
       async () => {
         if (cli.exitCode !== null) throw new WaitAborted(`kvpool local exited (${cli.exitCode}):\n${output}`);
         return output.includes('kvpool ready') ? true : undefined;
       },
-      300_000,
+      { what: 'kvpool ready', timeoutMs: 300_000 },
     );
     client = await KubeClient.fromKubeconfigFile(kubeconfig);
     slot = slotOfAddress(new URL(client.server).hostname);
@@ -143,7 +141,7 @@ describe('the local cluster on real nodes (npm start)', () => {
     for (const node of ['kvpool-node-1', 'kvpool-node-2']) {
       const file = join(root, 'nodes', node, 'var/lib/kvpool-e2e/who');
       assert.equal(
-        await eventually(`${file}`, async () => readFileSync(file, 'utf8').trim() || undefined),
+        await waitFor(async () => readFileSync(file, 'utf8').trim() || undefined, { what: `${file}` }),
         node,
       );
     }
@@ -169,13 +167,16 @@ describe('the local cluster on real nodes (npm start)', () => {
       "import urllib.request; print(urllib.request.urlopen('http://web.default.svc.cluster.local/hostname', timeout=5).read().decode())";
     await client.create(pod('client', 'kvpool-node-2', 'sleep 3600') as never);
     await running('client');
-    const answer = await eventually('the Service to answer from the other node', async () => {
-      try {
-        return kubectl(['exec', 'client', '--', 'python3', '-c', fetchScript]).trim() || undefined;
-      } catch {
-        return undefined;
-      }
-    });
+    const answer = await waitFor(
+      async () => {
+        try {
+          return kubectl(['exec', 'client', '--', 'python3', '-c', fetchScript]).trim() || undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      { what: 'the Service to answer from the other node' },
+    );
     assert.equal(answer, 'web');
   });
 
@@ -186,13 +187,12 @@ describe('the local cluster on real nodes (npm start)', () => {
       metadata: { name: 'missing-image', namespace: 'default' },
       spec: { containers: [{ name: 'main', image: 'registry.invalid/kvpool/nothing:1' }] },
     } as never);
-    const reason = await eventually(
-      'an image pull failure',
+    const reason = await waitFor(
       async () => {
         const r = (await podNamed('missing-image')).status?.containerStatuses?.[0]?.state?.waiting?.reason;
         return r === 'ErrImagePull' || r === 'ImagePullBackOff' ? r : undefined;
       },
-      120_000,
+      { what: 'an image pull failure', timeoutMs: 120_000 },
     );
     assert.ok(reason);
   });

@@ -3,6 +3,7 @@
 // the master, and a new store image rolls one member at a time. Faults are real: the leader Pod's own
 // network namespace drops its traffic to the API server (iptables), the API server process is stopped
 // or frozen (SIGSTOP), the new image is a second tag added with each node's ctr.
+
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
@@ -10,9 +11,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { storeImage } from '../../images/recipes.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { type E2ECluster, eventually, startE2ECluster } from '../support/local-cluster.ts';
+import { type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
 import { seedText } from '../support/seed.ts';
 import { runStoreClient } from '../support/store-client.ts';
+import { waitFor } from '../support/wait.ts';
 
 const ns = 'gpustack-system';
 const adminPort = 9003;
@@ -55,8 +57,7 @@ describe('the store is safe to run', () => {
       (s.endpoints ?? []).filter((p) => p.conditions?.ready).flatMap((p) => p.addresses),
     );
   const backendReady = () =>
-    eventually(
-      'mooncake-dram Ready with 16Gi',
+    waitFor(
       async () => {
         const b = await e.cluster.client.get<KVCacheBackend>({
           apiVersion: 'worker.gpustack.ai/v1',
@@ -65,7 +66,7 @@ describe('the store is safe to run', () => {
         });
         return b.status?.phase === 'Ready' && b.status.capacity?.total === '16Gi' ? b : undefined;
       },
-      180_000,
+      { what: 'mooncake-dram Ready with 16Gi', timeoutMs: 180_000 },
     );
   const store = (ip: string, ops: Parameters<typeof runStoreClient>[1]) =>
     runStoreClient({ master: `${ip}:50051`, host: e.cluster.hostAddress, tenant: 'default' }, ops);
@@ -77,9 +78,9 @@ describe('the store is safe to run', () => {
     await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-2-pool-binding.yaml'));
     await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-4-ha.yaml'));
     await backendReady();
-    await eventually('3 leader replicas, one serving', async () =>
-      (await pods('leader')).length === 3 && (await serving()) ? true : undefined,
-    );
+    await waitFor(async () => ((await pods('leader')).length === 3 && (await serving()) ? true : undefined), {
+      what: '3 leader replicas, one serving',
+    });
   });
   after(() => e?.stop());
 
@@ -255,15 +256,14 @@ describe('the store is safe to run', () => {
     ]);
     // While exactly one member runs the new image, the other member's keys read back.
     const oldUids = new Set(members.map((m) => m.metadata.uid));
-    const halfway = await eventually(
-      'one member rolled, the other not yet',
+    const halfway = await waitFor(
       async () => {
         const now = await pods('member-0');
         const rolled = now.filter((m) => !oldUids.has(m.metadata.uid));
         const unrolled = now.filter((m) => oldUids.has(m.metadata.uid));
         return rolled.length === 1 && unrolled.length === 1 ? unrolled[0]! : undefined;
       },
-      180_000,
+      { what: 'one member rolled, the other not yet', timeoutMs: 180_000 },
     );
     const unrolledIp = halfway.status!.podIP!;
     const kept = [...homes].filter(([, home]) => home === unrolledIp).map(([key]) => key);
@@ -275,8 +275,7 @@ describe('the store is safe to run', () => {
         `${key} on the unrolled member`,
       );
     }
-    await eventually(
-      'both members on the new image and the backend Ready with 16Gi',
+    await waitFor(
       async () => {
         const now = await pods('member-0');
         const b = await e.cluster.client.get<KVCacheBackend>({
@@ -290,7 +289,7 @@ describe('the store is safe to run', () => {
           ? true
           : undefined;
       },
-      300_000,
+      { what: 'both members on the new image and the backend Ready with 16Gi', timeoutMs: 300_000 },
     );
     sampling = false;
     await sampler;

@@ -1,6 +1,7 @@
 // Step 5 (the local disk tier) on the local cluster, with real bucket writes: the directory prepared
 // as the step says, TierWasEmpty, spilling to disk and reading back, the directory failure modes, the
 // admission refusal, and cleanAfterDelete.
+
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
@@ -8,9 +9,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { conditionOf, type E2ECluster, eventually, startE2ECluster } from '../support/local-cluster.ts';
+import { conditionOf, type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
 import { seedText } from '../support/seed.ts';
 import { runStoreClient } from '../support/store-client.ts';
+import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;
 const cleanupDeadlineMs = 20_000;
@@ -61,15 +63,7 @@ describe('Step 5: the local disk tier on the local cluster', () => {
     what: string,
     test: (b: KVCacheBackend) => boolean,
     timeoutMs = 90_000,
-  ) =>
-    eventually(
-      `${name}: ${what}`,
-      async () => {
-        const b = await backend(name);
-        return test(b) ? b : undefined;
-      },
-      timeoutMs,
-    );
+  ) => waitFor(() => backend(name), { what: `${name}: ${what}`, until: test, timeoutMs });
   const servingLeaderIP = async (name: string) =>
     (
       await e.cluster.client.list<Pod>(
@@ -154,14 +148,13 @@ describe('Step 5: the local disk tier on the local cluster', () => {
     console.log(
       `200 × 1 MiB puts into 128 MiB of DRAM: ${puts.filter((p) => 'rc' in p && p.rc === 0).length} accepted`,
     );
-    const written = await eventually(
-      'bucket bytes on the tier',
+    const written = await waitFor(
       async () => {
         const metrics = await (await fetch(`http://${ip}:9003/metrics`)).text();
         const v = Number(/^master_allocated_file_size_bytes (\d+)/m.exec(metrics)?.[1] ?? 0);
         return v > 0 ? v : undefined;
       },
-      60_000,
+      { what: 'bucket bytes on the tier', timeoutMs: 60_000 },
     );
     console.log(`master_allocated_file_size_bytes ${written}`);
     const onDisk = e.cluster.nodes.flatMap((n) =>
@@ -200,7 +193,7 @@ describe('Step 5: the local disk tier on the local cluster', () => {
           'jsonpath={range .items[*]}{.type} {.involvedObject.name} {.count}{"\\n"}{end}',
         ])
       ).trim();
-    const events = await eventually('the Warning event', async () => (await warnings()) || undefined);
+    const events = await waitFor(async () => (await warnings()) || undefined, { what: 'the Warning event' });
     assert.deepEqual(events.split('\n'), ['Warning disk-dirty 1'], 'one Warning event on the backend');
     // The decision is written once: later passes neither repeat the event nor count it up.
     await new Promise((r) => setTimeout(r, 3000));
@@ -257,19 +250,22 @@ describe('Step 5: the local disk tier on the local cluster', () => {
         ['keep-me'],
         `${node}: untouched`,
       );
-    const events = await eventually('a KVCacheTierSharedPath event on each node', async () => {
-      const out = await e.kubectl([
-        'get',
-        'events',
-        '-A',
-        '--field-selector',
-        'reason=KVCacheTierSharedPath',
-        '-o',
-        'jsonpath={range .items[*]}{.involvedObject.kind}/{.involvedObject.name}: {.message}{"\\n"}{end}',
-      ]);
-      const lines = out.trim().split('\n').filter(Boolean).sort();
-      return lines.length === e.cluster.nodes.length ? lines : undefined;
-    });
+    const events = await waitFor(
+      async () => {
+        const out = await e.kubectl([
+          'get',
+          'events',
+          '-A',
+          '--field-selector',
+          'reason=KVCacheTierSharedPath',
+          '-o',
+          'jsonpath={range .items[*]}{.involvedObject.kind}/{.involvedObject.name}: {.message}{"\\n"}{end}',
+        ]);
+        const lines = out.trim().split('\n').filter(Boolean).sort();
+        return lines.length === e.cluster.nodes.length ? lines : undefined;
+      },
+      { what: 'a KVCacheTierSharedPath event on each node' },
+    );
     assert.deepEqual(
       events,
       [...e.cluster.nodes]

@@ -1,14 +1,16 @@
 // The walkthrough's store on the embedded local cluster, for real: Step 1 (two 8Gi members read back
 // as 16Gi from the master), Step 4 (three leaders, one serving), and failovers — graceful delete, a
 // hard kill of the Pod, a SIGKILL of the process — with Service and with Lease member addressing.
+
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { KVCachePool, KVCachePoolBinding } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { conditionOf, type E2ECluster, eventually, startE2ECluster } from '../support/local-cluster.ts';
+import { conditionOf, type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
 import { seedText } from '../support/seed.ts';
 import { runStoreClient } from '../support/store-client.ts';
+import { waitFor } from '../support/wait.ts';
 
 const ns = 'gpustack-system';
 type Pod = KubeObject & {
@@ -29,34 +31,40 @@ describe('the walkthrough store on the local cluster', () => {
     (await leaders()).find((p) => p.status?.containerStatuses?.[0]?.ready && !p.metadata.deletionTimestamp);
   /** Ready with the full 16Gi, read from a master other than `notAt` (a new leader), and how long it took. */
   const readyAgain = async (t0: number, notAt: string) => {
-    await eventually('the backend Ready with 16Gi on a new leader', async () => {
-      const b = await e.backend('mooncake-dram');
-      const leader = conditionOf(b, 'LeaderAvailable')?.message ?? '';
-      return b.status?.phase === 'Ready' &&
-        b.status.capacity?.total === '16Gi' &&
-        !leader.includes(`${notAt}:`)
-        ? true
-        : undefined;
-    });
+    await waitFor(
+      async () => {
+        const b = await e.backend('mooncake-dram');
+        const leader = conditionOf(b, 'LeaderAvailable')?.message ?? '';
+        return b.status?.phase === 'Ready' &&
+          b.status.capacity?.total === '16Gi' &&
+          !leader.includes(`${notAt}:`)
+          ? true
+          : undefined;
+      },
+      { what: 'the backend Ready with 16Gi on a new leader' },
+    );
     return performance.now() - t0;
   };
   const poolAndBindingReady = async () => {
-    await eventually('pool and Binding Ready', async () => {
-      const p = await e.cluster.client.get<KVCachePool>({
-        apiVersion: 'worker.gpustack.ai/v1',
-        kind: 'KVCachePool',
-        name: 'shared-dram',
-      });
-      const b = await e.cluster.client.get<KVCachePoolBinding>({
-        apiVersion: 'worker.gpustack.ai/v1',
-        kind: 'KVCachePoolBinding',
-        namespace: 'team-a',
-        name: 'team-a',
-      });
-      return p.status?.phase === 'Ready' && b.status?.phase === 'Ready' && b.status.effectiveQuota === '8Gi'
-        ? true
-        : undefined;
-    });
+    await waitFor(
+      async () => {
+        const p = await e.cluster.client.get<KVCachePool>({
+          apiVersion: 'worker.gpustack.ai/v1',
+          kind: 'KVCachePool',
+          name: 'shared-dram',
+        });
+        const b = await e.cluster.client.get<KVCachePoolBinding>({
+          apiVersion: 'worker.gpustack.ai/v1',
+          kind: 'KVCachePoolBinding',
+          namespace: 'team-a',
+          name: 'team-a',
+        });
+        return p.status?.phase === 'Ready' && b.status?.phase === 'Ready' && b.status.effectiveQuota === '8Gi'
+          ? true
+          : undefined;
+      },
+      { what: 'pool and Binding Ready' },
+    );
   };
   const write = async (key: string, ip: string) =>
     runStoreClient({ master: `${ip}:50051`, host: e.cluster.hostAddress, tenant: 'default' }, [
@@ -75,10 +83,13 @@ describe('the walkthrough store on the local cluster', () => {
   it('Step 1: Ready, the Service endpoint, 16Gi read from the master; members request 8Gi', async () => {
     await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-1-store.yaml'));
     // As the walkthrough says, a smaller figure only means a member has not registered yet: wait for both.
-    const row = await eventually('kubectl get kvcb shows Ready with 16Gi', async () => {
-      const out = await e.kubectl(['get', 'kvcb', 'mooncake-dram', '--no-headers']);
-      return /\sReady\s.*\s16Gi\s/.test(out) ? out : undefined;
-    });
+    const row = await waitFor(
+      async () => {
+        const out = await e.kubectl(['get', 'kvcb', 'mooncake-dram', '--no-headers']);
+        return /\sReady\s.*\s16Gi\s/.test(out) ? out : undefined;
+      },
+      { what: 'kubectl get kvcb shows Ready with 16Gi' },
+    );
     assert.match(
       row,
       /^mooncake-dram\s+Mooncake\s+Ready\s+mooncake-dram-leader\.gpustack-system\.svc:50051\s+16Gi\s/,
@@ -117,18 +128,24 @@ describe('the walkthrough store on the local cluster', () => {
   it('Step 4: three leader replicas, one serving (3 desired / 1 ready), the first leader Pod kept', async () => {
     const first = (await serving())!.metadata.uid;
     await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-4-ha.yaml'));
-    const row = await eventually('3 desired / 1 ready', async () => {
-      const out = await e.kubectl(['-n', ns, 'get', 'deployment', 'mooncake-dram-leader', '--no-headers']);
-      return /^mooncake-dram-leader\s+1\/3\s+3\s+1\s/.test(out) ? out : undefined;
-    });
+    const row = await waitFor(
+      async () => {
+        const out = await e.kubectl(['-n', ns, 'get', 'deployment', 'mooncake-dram-leader', '--no-headers']);
+        return /^mooncake-dram-leader\s+1\/3\s+3\s+1\s/.test(out) ? out : undefined;
+      },
+      { what: '3 desired / 1 ready' },
+    );
     assert.ok(row);
-    const b = await eventually('ElectionObserved and RolloutComplete', async () => {
-      const x = await e.backend('mooncake-dram');
-      return conditionOf(x, 'ElectionObserved')?.status === 'True' &&
-        conditionOf(x, 'RolloutComplete')?.status === 'True'
-        ? x
-        : undefined;
-    });
+    const b = await waitFor(
+      async () => {
+        const x = await e.backend('mooncake-dram');
+        return conditionOf(x, 'ElectionObserved')?.status === 'True' &&
+          conditionOf(x, 'RolloutComplete')?.status === 'True'
+          ? x
+          : undefined;
+      },
+      { what: 'ElectionObserved and RolloutComplete' },
+    );
     assert.equal(b.status?.phase, 'Ready');
     assert.equal((await serving())!.metadata.uid, first, 'the first leader Pod still serves');
   });
@@ -141,18 +158,21 @@ describe('the walkthrough store on the local cluster', () => {
       body: JSON.stringify({ requested_quota_bytes: 4194304 }),
     });
     assert.equal(put.status, 200, await put.text());
-    await eventually('the seed policy to carry the other tenant', async () => {
-      const seed = await e.kubectl([
-        '-n',
-        ns,
-        'get',
-        'configmap',
-        'mooncake-dram-tenant-quota-policy',
-        '-o',
-        'jsonpath={.data.tenant-quota-policy\\.yaml}',
-      ]);
-      return seed.includes('someone-else') ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const seed = await e.kubectl([
+          '-n',
+          ns,
+          'get',
+          'configmap',
+          'mooncake-dram-tenant-quota-policy',
+          '-o',
+          'jsonpath={.data.tenant-quota-policy\\.yaml}',
+        ]);
+        return seed.includes('someone-else') ? true : undefined;
+      },
+      { what: 'the seed policy to carry the other tenant' },
+    );
     const t0 = performance.now();
     await e.kubectl(['-n', ns, 'delete', 'pod', old.metadata.name!, '--wait=false']);
     const ms = await readyAgain(t0, old.status!.podIP!);
@@ -168,8 +188,7 @@ describe('the walkthrough store on the local cluster', () => {
       4194304,
       'the new leader starts with the tenant someone else registered',
     );
-    const handover = await eventually(
-      'a KVCacheLeaderHandover event',
+    const handover = await waitFor(
       async () => {
         const out = await e.kubectl([
           'get',
@@ -182,7 +201,7 @@ describe('the walkthrough store on the local cluster', () => {
         ]);
         return out.includes(old.status!.podIP!) ? out : undefined;
       },
-      15_000,
+      { what: 'a KVCacheLeaderHandover event', timeoutMs: 15_000 },
     );
     assert.match(handover, /Lease transitions: \d+/);
     const [got] = await read('before-failover', ip);
@@ -211,16 +230,22 @@ describe('the walkthrough store on the local cluster', () => {
     // A restart in place can be quicker than the backend's next observation, so the proof that the
     // kill took effect is the Pods': the old leader's container restarted, or another Pod serves.
     const restarts = (p: Pod) => p.status?.containerStatuses?.[0]?.restartCount ?? 0;
-    await eventually('the leader container to restart or a standby to serve', async () => {
-      const now = await serving();
-      return now && (now.metadata.uid !== old.metadata.uid || restarts(now) > restarts(old))
-        ? true
-        : undefined;
-    });
-    await eventually('Ready with 16Gi again', async () => {
-      const b = await e.backend('mooncake-dram');
-      return b.status?.phase === 'Ready' && b.status.capacity?.total === '16Gi' ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const now = await serving();
+        return now && (now.metadata.uid !== old.metadata.uid || restarts(now) > restarts(old))
+          ? true
+          : undefined;
+      },
+      { what: 'the leader container to restart or a standby to serve' },
+    );
+    await waitFor(
+      async () => {
+        const b = await e.backend('mooncake-dram');
+        return b.status?.phase === 'Ready' && b.status.capacity?.total === '16Gi' ? true : undefined;
+      },
+      { what: 'Ready with 16Gi again' },
+    );
     console.log(`SIGKILL of the leader process → Ready with 16Gi: ${Math.round(performance.now() - t0)} ms`);
     await poolAndBindingReady();
   });
@@ -234,8 +259,7 @@ describe('the walkthrough store on the local cluster', () => {
       '-p',
       '{"spec":{"connection":{"managed":{"leader":{"memberAddressing":"Lease"}}}}}',
     ]);
-    await eventually(
-      'members re-pointed through the Lease',
+    await waitFor(
       async () => {
         const members = (
           await e.cluster.client.list<
@@ -258,7 +282,7 @@ describe('the walkthrough store on the local cluster', () => {
         const b = await e.backend('mooncake-dram');
         return ok && b.status?.phase === 'Ready' && b.status.capacity?.total === '16Gi' ? true : undefined;
       },
-      120_000,
+      { what: 'members re-pointed through the Lease', timeoutMs: 120_000 },
     );
     const old = (await serving())!;
     const t0 = performance.now();

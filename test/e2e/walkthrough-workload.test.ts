@@ -1,14 +1,16 @@
 // The walkthrough's workloads on the local cluster, with the engine stand-in as the engine: Step 3's
 // two replicas share prefix blocks through the real store under the Binding's domain, and Step 6's fp8
 // deployment writes into its own domain.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCachePoolBinding, ModelDeployment } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { localInstanceType } from '../../src/local/cluster.ts';
 import { parsePrometheusText } from '../../src/store/prometheus.ts';
-import { conditionOf, type E2ECluster, eventually, startE2ECluster } from '../support/local-cluster.ts';
+import { conditionOf, type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
 import { seedText } from '../support/seed.ts';
+import { waitFor } from '../support/wait.ts';
 
 type Pod = KubeObject & { status?: { podIP?: string; conditions?: { type: string; status: string }[] } };
 const v1 = 'worker.gpustack.ai/v1';
@@ -61,9 +63,9 @@ describe('the walkthrough workloads on the local cluster', () => {
     await e.kubectl(['create', 'namespace', 'team-b']);
     for (const step of ['step-1-store.yaml', 'step-2-pool-binding.yaml'])
       await e.kubectl(['apply', '--server-side', '-f', '-'], seedText(step));
-    await eventually('the Binding Ready', async () =>
-      (await binding('team-a')).status?.phase === 'Ready' ? true : undefined,
-    );
+    await waitFor(async () => ((await binding('team-a')).status?.phase === 'Ready' ? true : undefined), {
+      what: 'the Binding Ready',
+    });
   });
   after(() => e?.stop());
 
@@ -72,13 +74,12 @@ describe('the walkthrough workloads on the local cluster', () => {
       ['apply', '--server-side', '-f', '-'],
       seedText('step-3-workload.yaml', localInstanceType),
     );
-    const pods = await eventually(
-      'two ready replicas',
+    const pods = await waitFor(
       async () => {
         const r = await replicas('qwen-chat');
         return r.length === 2 ? r : undefined;
       },
-      120_000,
+      { what: 'two ready replicas', timeoutMs: 120_000 },
     );
     const prompt = words(200);
     const first = await complete(pods[0]!.status!.podIP!, prompt);
@@ -95,20 +96,26 @@ describe('the walkthrough workloads on the local cluster', () => {
       [2, 1],
       'a prompt sharing a prefix reads only the shared blocks',
     );
-    const b = await eventually('the Binding’s usage to grow', async () => {
-      const x = await binding('team-a');
-      return x.status?.usage && x.status.usage !== '0' ? x : undefined;
-    });
+    const b = await waitFor(
+      async () => {
+        const x = await binding('team-a');
+        return x.status?.usage && x.status.usage !== '0' ? x : undefined;
+      },
+      { what: 'the Binding’s usage to grow' },
+    );
     console.log(`team-a usage after two prompts: ${b.status?.usage}`);
-    const md = await eventually('CacheAttached=True', async () => {
-      const m = await e.cluster.client.get<ModelDeployment>({
-        apiVersion: v1,
-        kind: 'ModelDeployment',
-        namespace: 'team-a',
-        name: 'qwen-chat',
-      });
-      return conditionOf(m, 'CacheAttached')?.status === 'True' ? m : undefined;
-    });
+    const md = await waitFor(
+      async () => {
+        const m = await e.cluster.client.get<ModelDeployment>({
+          apiVersion: v1,
+          kind: 'ModelDeployment',
+          namespace: 'team-a',
+          name: 'qwen-chat',
+        });
+        return conditionOf(m, 'CacheAttached')?.status === 'True' ? m : undefined;
+      },
+      { what: 'CacheAttached=True' },
+    );
     assert.equal(conditionOf(md, 'CacheAttached')?.reason, 'CacheActive');
     assert.equal(md.status?.roleSummary, '2S');
   });
@@ -116,10 +123,13 @@ describe('the walkthrough workloads on the local cluster', () => {
   it('holds the Binding’s deletion while the deployment exists', async () => {
     const uids = (await replicas('qwen-chat')).map((p) => p.metadata.uid).sort();
     await e.kubectl(['-n', 'team-a', 'delete', 'kvcpb', 'team-a', '--wait=false']);
-    const b = await eventually('HeldByWorkloads', async () => {
-      const x = await binding('team-a');
-      return conditionOf(x, 'Releasable')?.reason === 'HeldByWorkloads' ? x : undefined;
-    });
+    const b = await waitFor(
+      async () => {
+        const x = await binding('team-a');
+        return conditionOf(x, 'Releasable')?.reason === 'HeldByWorkloads' ? x : undefined;
+      },
+      { what: 'HeldByWorkloads' },
+    );
     assert.match(conditionOf(b, 'Releasable')!.message, /ModelDeployment\/qwen-chat/);
     // A few reconcile passes later the same two replicas still serve: nothing was rolled.
     await new Promise((r) => setTimeout(r, 3000));
@@ -133,13 +143,12 @@ describe('the walkthrough workloads on the local cluster', () => {
       ['apply', '--server-side', '-f', '-'],
       seedText('step-6-second-team.yaml', localInstanceType),
     );
-    const pods = await eventually(
-      'the fp8 replica ready',
+    const pods = await waitFor(
       async () => {
         const r = await replicas('qwen-chat-fp8');
         return r.length === 1 ? r : undefined;
       },
-      120_000,
+      { what: 'the fp8 replica ready', timeoutMs: 120_000 },
     );
     const deploy = await e.kubectl([
       '-n',
@@ -155,14 +164,16 @@ describe('the walkthrough workloads on the local cluster', () => {
     const defaultBefore = await tenantCharged('default');
     const r = await complete(pods[0]!.status!.podIP!, words(64, 5000));
     assert.deepEqual([r.blocks, r.misses], [4, 4]);
-    const fp8 = await eventually('qwen-fp8-v1 charged', async () => {
-      const v = await tenantCharged('qwen-fp8-v1');
-      return v > 0 ? v : undefined;
-    });
+    const fp8 = await waitFor(
+      async () => {
+        const v = await tenantCharged('qwen-fp8-v1');
+        return v > 0 ? v : undefined;
+      },
+      { what: 'qwen-fp8-v1 charged' },
+    );
     assert.equal(await tenantCharged('default'), defaultBefore, 'nothing landed in the default domain');
     console.log(`qwen-fp8-v1 holds ${fp8} bytes after one 64-token prompt`);
-    const oversubscribed = await eventually(
-      'the pool Oversubscribed (8Gi + 8Gi + 4Gi over 16Gi)',
+    const oversubscribed = await waitFor(
       async () => {
         const out = await e.kubectl([
           'get',
@@ -173,6 +184,7 @@ describe('the walkthrough workloads on the local cluster', () => {
         ]);
         return out === 'Oversubscribed Ready' ? out : undefined;
       },
+      { what: 'the pool Oversubscribed (8Gi + 8Gi + 4Gi over 16Gi)' },
     );
     assert.ok(oversubscribed);
   });

@@ -1,10 +1,12 @@
 // `kubectl explain` on the real apiserver prints the descriptions the schemas in src/api carry, for the
 // kinds themselves and for fields deep inside them.
+
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { renderAllCrds } from '../../src/api/crd.ts';
 import type { KindName } from '../../src/api/kinds.ts';
-import { kubectl, until } from '../support/cluster.ts';
+import { kubectl } from '../support/cluster.ts';
+import { waitFor } from '../support/wait.ts';
 
 interface Schema {
   description?: string;
@@ -32,13 +34,12 @@ const words = (text: string) => text.replace(/\s+/g, ' ').trim();
 async function explain(target: string, expected: string[]): Promise<string> {
   let last = '';
   try {
-    return await until(
-      `kubectl explain ${target} to print the schema's descriptions`,
+    return await waitFor(
       async () => {
         last = await kubectl(['explain', target]);
         return expected.every((e) => words(last).includes(words(e))) ? last : undefined;
       },
-      30_000,
+      { what: `kubectl explain ${target} to print the schema's descriptions`, timeoutMs: 30_000 },
     );
   } catch {
     const missing = expected.filter((e) => !words(last).includes(words(e)));

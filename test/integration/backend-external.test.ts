@@ -1,15 +1,16 @@
 // An external backend on a real Mooncake master: status reports what the store says, follows it
 // within 2 s, and capacity is absent, never zero, when the master cannot be read.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
 import { externalBackend } from '../support/pool-fixtures.ts';
+import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;
 const ref = { apiVersion: 'worker.gpustack.ai/v1', kind: 'KVCacheBackend', name: 'external-store' };
@@ -21,13 +22,7 @@ describe('an external backend on a real master with two 64 MiB members', () => {
 
   const get = () => cluster.client.get<KVCacheBackend>(ref);
   const until = (what: string, test: (b: KVCacheBackend) => boolean, timeoutMs = 10_000) =>
-    waitFor(
-      async () => {
-        const b = await get();
-        return test(b) ? b : undefined;
-      },
-      { what, timeoutMs, intervalMs: 50 },
-    );
+    waitFor(get, { what, until: test, timeoutMs, intervalMs: 50 });
   const condition = (b: KVCacheBackend, type: string) => b.status?.conditions?.find((c) => c.type === type);
 
   before(async () => {

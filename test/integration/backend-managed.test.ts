@@ -2,14 +2,16 @@
 // rendered object exists with its fields, the Deployment and DaemonSet controllers act on them, a
 // node-selector edit keeps the members, an image edit recreates them one at a time, and HA keeps the
 // first leader.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { ensureNamespace, until } from '../support/cluster.ts';
+import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
 import { seedObjects } from '../support/seed.ts';
+import { waitFor } from '../support/wait.ts';
 
 const ns = 'gpustack-system';
 const seed = (file: string) => seedObjects(file)[0]!;
@@ -81,9 +83,9 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
   });
 
   it('renders the leader Deployment, Service, election RBAC and one member DaemonSet', async () => {
-    const deploy = await until('the leader Deployment', () =>
-      get('Deployment', 'mooncake-dram-leader').catch(() => undefined),
-    );
+    const deploy = await waitFor(() => get('Deployment', 'mooncake-dram-leader').catch(() => undefined), {
+      what: 'the leader Deployment',
+    });
     assert.equal(deploy.spec.replicas, 1);
     assert.deepEqual(deploy.spec.strategy, {
       type: 'RollingUpdate',
@@ -132,9 +134,9 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
       await get('NetworkPolicy', policy, 'networking.k8s.io/v1');
     await get('PodDisruptionBudget', 'mooncake-dram-leader', 'policy/v1');
     // The DaemonSets are the last children applied, a moment after the Deployment.
-    const ds = await until('the member DaemonSet', () =>
-      get('DaemonSet', 'mooncake-dram-member-0').catch(() => undefined),
-    );
+    const ds = await waitFor(() => get('DaemonSet', 'mooncake-dram-member-0').catch(() => undefined), {
+      what: 'the member DaemonSet',
+    });
     assert.equal(ds.spec.updateStrategy.type, 'OnDelete');
     assert.match(ds.spec.template.metadata.annotations[hashKey], /^[0-9a-f]{64}$/);
     assert.equal(ds.spec.template.spec.containers[0].resources.requests.memory, '8Gi');
@@ -142,18 +144,24 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
   });
 
   it('is acted on by the real Deployment and DaemonSet controllers', async () => {
-    await until('a leader Pod from the ReplicaSet', async () =>
-      (await pods('leader')).length === 1 ? true : undefined,
+    await waitFor(async () => ((await pods('leader')).length === 1 ? true : undefined), {
+      what: 'a leader Pod from the ReplicaSet',
+    });
+    const ds = await waitFor(
+      async () => {
+        const d = await get('DaemonSet', 'mooncake-dram-member-0');
+        return d.status?.desiredNumberScheduled === 2 ? d : undefined;
+      },
+      { what: 'the DaemonSet to want a Pod on both nodes' },
     );
-    const ds = await until('the DaemonSet to want a Pod on both nodes', async () => {
-      const d = await get('DaemonSet', 'mooncake-dram-member-0');
-      return d.status?.desiredNumberScheduled === 2 ? d : undefined;
-    });
     assert.equal(ds.status?.desiredNumberScheduled, 2);
-    const members = await until('two member Pods', async () => {
-      const p = await pods('member-0');
-      return p.length === 2 ? p : undefined;
-    });
+    const members = await waitFor(
+      async () => {
+        const p = await pods('member-0');
+        return p.length === 2 ? p : undefined;
+      },
+      { what: 'two member Pods' },
+    );
     assert.deepEqual(members.map((p) => p.spec.nodeName).sort(), ['node-a', 'node-b']);
     const b = await cluster.client.get<KVCacheBackend>({
       apiVersion: 'worker.gpustack.ai/v1',
@@ -178,10 +186,13 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
         'kubernetes.io/hostname': 'node-a',
       };
     });
-    const after = await until('the DaemonSet to take the new selector', async () => {
-      const d = await get('DaemonSet', 'mooncake-dram-member-0');
-      return d.spec.template.spec.nodeSelector['kubernetes.io/hostname'] === 'node-a' ? d : undefined;
-    });
+    const after = await waitFor(
+      async () => {
+        const d = await get('DaemonSet', 'mooncake-dram-member-0');
+        return d.spec.template.spec.nodeSelector['kubernetes.io/hostname'] === 'node-a' ? d : undefined;
+      },
+      { what: 'the DaemonSet to take the new selector' },
+    );
     assert.equal(
       after.spec.template.metadata.annotations[hashKey],
       before.spec.template.metadata.annotations[hashKey],
@@ -196,17 +207,23 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
   it('raises the leader to 3 replicas for Step 4, keeping the first leader Pod', async () => {
     const first = (await pods('leader')).map((p) => p.metadata.uid);
     await cluster.client.apply(seed('step-4-ha.yaml'), { fieldManager: 'walkthrough' });
-    const deploy = await until('3 replicas', async () => {
-      const d = await get('Deployment', 'mooncake-dram-leader');
-      return d.spec.replicas === 3 ? d : undefined;
-    });
+    const deploy = await waitFor(
+      async () => {
+        const d = await get('Deployment', 'mooncake-dram-leader');
+        return d.spec.replicas === 3 ? d : undefined;
+      },
+      { what: '3 replicas' },
+    );
     assert.equal(deploy.spec.strategy.type, 'RollingUpdate');
     assert.deepEqual(deploy.spec.strategy.rollingUpdate, { maxSurge: 1, maxUnavailable: 2 });
     assert.equal(deploy.spec.progressDeadlineSeconds, 2147483647);
-    const leaders = await until('three leader Pods', async () => {
-      const p = await pods('leader');
-      return p.length === 3 ? p : undefined;
-    });
+    const leaders = await waitFor(
+      async () => {
+        const p = await pods('leader');
+        return p.length === 3 ? p : undefined;
+      },
+      { what: 'three leader Pods' },
+    );
     assert.ok(
       first.every((uid) => leaders.some((p) => p.metadata.uid === uid)),
       'the first leader Pod is kept',
@@ -218,28 +235,34 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
     await editBackend((b) => {
       b.spec.image = 'registry.example.com/kvpool-store:2.0';
     });
-    const after = await until('a new hash', async () => {
-      const d = await get('DaemonSet', 'mooncake-dram-member-0');
-      return d.spec.template.metadata.annotations[hashKey] !==
-        before.spec.template.metadata.annotations[hashKey]
-        ? d
-        : undefined;
-    });
+    const after = await waitFor(
+      async () => {
+        const d = await get('DaemonSet', 'mooncake-dram-member-0');
+        return d.spec.template.metadata.annotations[hashKey] !==
+          before.spec.template.metadata.annotations[hashKey]
+          ? d
+          : undefined;
+      },
+      { what: 'a new hash' },
+    );
     assert.equal(after.spec.template.spec.containers[0].image, 'registry.example.com/kvpool-store:2.0');
     // No kubelet runs here to finish a Pod's termination, so the first replacement never comes: the
     // operator says it waits, and the other member stays.
-    const waiting = await until('the operator to report that it waits on the first member', async () => {
-      const b = await cluster.client.get<KVCacheBackend>({
-        apiVersion: 'worker.gpustack.ai/v1',
-        kind: 'KVCacheBackend',
-        name: 'mooncake-dram',
-      });
-      const c = b.status?.conditions?.find((x) => x.type === 'RolloutComplete');
-      return c?.status === 'False' &&
-        /member Pods run the current template; waiting for \S+ on node-\w to stop$/.test(c.message)
-        ? c
-        : undefined;
-    });
+    const waiting = await waitFor(
+      async () => {
+        const b = await cluster.client.get<KVCacheBackend>({
+          apiVersion: 'worker.gpustack.ai/v1',
+          kind: 'KVCacheBackend',
+          name: 'mooncake-dram',
+        });
+        const c = b.status?.conditions?.find((x) => x.type === 'RolloutComplete');
+        return c?.status === 'False' &&
+          /member Pods run the current template; waiting for \S+ on node-\w to stop$/.test(c.message)
+          ? c
+          : undefined;
+      },
+      { what: 'the operator to report that it waits on the first member' },
+    );
     const stale = (await pods('member-0')).filter((p) => old.has(p.metadata.uid));
     assert.equal(
       stale.filter((p) => p.metadata.deletionTimestamp).length,

@@ -3,15 +3,17 @@
 // Eviction API). No kubelet runs Pods here: test/support/pod-status-writer.ts writes what kubelets and
 // the leaders' kvpool-store would (Pod status, the Lease holder and its handover). On real nodes, the
 // end-to-end tests run the same rollout with the real store.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { ensureNamespace, until } from '../support/cluster.ts';
+import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
 import { PodStatusWriter } from '../support/pod-status-writer.ts';
+import { waitFor } from '../support/wait.ts';
 
 const ns = 'gpustack-system';
 const name = 'rolling';
@@ -98,14 +100,17 @@ describe('a two-node backend with three leader replicas', () => {
       },
     } as KubeObject);
     writer = new PodStatusWriter(cluster.client, ns, `${name}-leader`, 1500);
-    await until('three running leaders (one holding the Lease) and two Ready members', async () => {
-      const [leaders, members] = [await pods('leader'), await pods('member-0')];
-      const holder = await holderPod();
-      const ready = members.filter((p) =>
-        p.status?.conditions?.some((c: Loose) => c.type === 'Ready' && c.status === 'True'),
-      );
-      return leaders.length === 3 && holder && ready.length === 2 ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const [leaders, members] = [await pods('leader'), await pods('member-0')];
+        const holder = await holderPod();
+        const ready = members.filter((p) =>
+          p.status?.conditions?.some((c: Loose) => c.type === 'Ready' && c.status === 'True'),
+        );
+        return leaders.length === 3 && holder && ready.length === 2 ? true : undefined;
+      },
+      { what: 'three running leaders (one holding the Lease) and two Ready members' },
+    );
   });
   after(async () => {
     await writer?.stop();
@@ -119,20 +124,25 @@ describe('a two-node backend with three leader replicas', () => {
   });
 
   it('lets a drain evict a standby but not the serving leader (PodDisruptionBudget)', async () => {
-    await until('the disruption controller to count the one healthy leader', async () => {
-      const pdb = await get('PodDisruptionBudget', `${name}-leader`, 'policy/v1');
-      return pdb.status?.currentHealthy === 1 && pdb.status?.observedGeneration === pdb.metadata.generation
-        ? pdb
-        : undefined;
-    });
+    await waitFor(
+      async () => {
+        const pdb = await get('PodDisruptionBudget', `${name}-leader`, 'policy/v1');
+        return pdb.status?.currentHealthy === 1 && pdb.status?.observedGeneration === pdb.metadata.generation
+          ? pdb
+          : undefined;
+      },
+      { what: 'the disruption controller to count the one healthy leader' },
+    );
     const holder = (await holderPod())!;
     const standby = (await pods('leader')).find((p) => p.metadata.name !== holder.metadata.name)!;
     assert.equal(await evict(holder.metadata.name!), 429, 'the serving leader is not evicted');
     assert.equal(await evict(standby.metadata.name!), 201, 'a standby is');
-    await until('the Deployment to replace the evicted standby', async () =>
-      (await pods('leader')).filter((p) => !p.metadata.deletionTimestamp && p.spec.nodeName).length === 3
-        ? true
-        : undefined,
+    await waitFor(
+      async () =>
+        (await pods('leader')).filter((p) => !p.metadata.deletionTimestamp && p.spec.nodeName).length === 3
+          ? true
+          : undefined,
+      { what: 'the Deployment to replace the evicted standby' },
     );
   });
 
@@ -147,8 +157,7 @@ describe('a two-node backend with three leader replicas', () => {
     const b = await backend();
     b.spec.image = 'registry.example.com/kvpool-store:1.0-again';
     await cluster.client.replace(b);
-    const done = await until(
-      'RolloutComplete=True on the new template',
+    const done = await waitFor(
       async () => {
         const [c, ds, deploy] = [
           await rollout(),
@@ -168,7 +177,7 @@ describe('a two-node backend with three leader replicas', () => {
           leaders.every((p) => p.metadata.annotations?.[hashKey] === leaderHash);
         return rolled && c?.status === 'True' ? c : undefined;
       },
-      120_000,
+      { what: 'RolloutComplete=True on the new template', timeoutMs: 120_000 },
     );
     assert.match(done.message, /every leader replica \(3\) and member Pod runs the current template/);
     const during = writer.samples.slice(before.samples);
@@ -207,16 +216,19 @@ describe('a two-node backend with three leader replicas', () => {
       { apiVersion: 'v1', kind: 'Node', name: node },
       { spec: { unschedulable: true } },
     );
-    const moved = await until('a leader on another node to hold the Lease', async () => {
-      const now = await holderPod();
-      return now && now.metadata.name !== holder.metadata.name ? now : undefined;
-    });
+    const moved = await waitFor(
+      async () => {
+        const now = await holderPod();
+        return now && now.metadata.name !== holder.metadata.name ? now : undefined;
+      },
+      { what: 'a leader on another node to hold the Lease' },
+    );
     assert.notEqual(moved.spec.nodeName, node);
     assert.ok(writer.stepDowns.at(-1)!.split(',').includes(holder.metadata.name!), 'the leader was asked');
     assert.equal(writer.holders.at(-1), moved.metadata.name, 'one handover, straight to another node');
-    await until('the stepped-down leader to be evictable', async () =>
-      (await evict(holder.metadata.name!)) === 201 ? true : undefined,
-    );
+    await waitFor(async () => ((await evict(holder.metadata.name!)) === 201 ? true : undefined), {
+      what: 'the stepped-down leader to be evictable',
+    });
     await cluster.client.mergePatch(
       { apiVersion: 'v1', kind: 'Node', name: node },
       { spec: { unschedulable: false } },

@@ -1,16 +1,17 @@
 // ModelDeployments on a real apiserver and a real master: the default image is the runner tag formed from
 // the nodes' accelerator runtime, a render failure shows in status, and a role's replica count kept while
 // the cache is away is written by server-side apply.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { ModelDeployment } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
 import { binding, condition, externalBackend, pool, untilBinding, v1 } from '../support/pool-fixtures.ts';
+import { waitFor } from '../support/wait.ts';
 
 type Workload = KubeObject & {
   spec: { replicas: number; template: { spec: { containers: { image: string }[] } } };
@@ -42,16 +43,14 @@ describe('ModelDeployment images, render failures and held replicas', () => {
   const imageOf = async (name: string) => (await workload(name))?.spec.template.spec.containers[0]?.image;
   const untilDeployment = (name: string, what: string, test: (m: ModelDeployment) => boolean) =>
     waitFor(
-      async () => {
-        const m = await cluster.client.get<ModelDeployment>({
+      () =>
+        cluster.client.get<ModelDeployment>({
           apiVersion: v1,
           kind: 'ModelDeployment',
           namespace: 'team-a',
           name,
-        });
-        return test(m) ? m : undefined;
-      },
-      { what: `ModelDeployment ${name}: ${what}`, timeoutMs: 15_000, intervalMs: 100 },
+        }),
+      { what: `ModelDeployment ${name}: ${what}`, until: test, timeoutMs: 15_000 },
     );
   const node = (name: string, version: string) =>
     cluster.client.apply(

@@ -1,12 +1,12 @@
 // ModelDeployments and opted-in Pods on a real apiserver (with its Deployment controller) and a real
 // multi-tenant master: what the engines are given, what is refused, and the Binding's hold.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCachePool, ModelDeployment } from '../../src/api/types.ts';
 import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
-import { ensureNamespace, until } from '../support/cluster.ts';
+import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
@@ -20,6 +20,7 @@ import {
   v1,
 } from '../support/pool-fixtures.ts';
 import { seedObjects } from '../support/seed.ts';
+import { waitFor } from '../support/wait.ts';
 
 type Loose = KubeObject & {
   spec: Record<string, never> & {
@@ -363,9 +364,9 @@ describe('ModelDeployment and Pod injection', () => {
     const ledgerOf = (p: KVCachePool | undefined) =>
       p ? condition(p, 'QuotaLedgerAvailable')?.status : undefined;
     await store.stopMaster();
-    await until('the cached pool to lose its ledger', () =>
-      ledgerOf(pools.get('shared-dram')) !== 'True' ? true : undefined,
-    );
+    await waitFor(() => (ledgerOf(pools.get('shared-dram')) !== 'True' ? true : undefined), {
+      what: 'the cached pool to lose its ledger',
+    });
     await pools.stop();
     await store.startMaster();
     await untilPool(

@@ -1,17 +1,19 @@
 // Pod injection beside another mutating webhook on a real apiserver: a sidecar injector (served by this
 // test, as a service mesh's would be) runs after kvpool's webhook and changes the Pod, so the apiserver
 // calls kvpool's webhook again (reinvocationPolicy IfNeeded). The Pod is created, injected once.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { createCertificateAuthority, loadCertificateAuthority } from '../../src/kube/pki.ts';
 import { allow, deny, WebhookServer } from '../../src/kube/webhook-server.ts';
 import { freePort } from '../../src/local/ports.ts';
-import { ensureNamespace, until } from '../support/cluster.ts';
+import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
 import { binding, externalBackend, pool, untilBinding } from '../support/pool-fixtures.ts';
+import { waitFor } from '../support/wait.ts';
 
 type PodObj = KubeObject & {
   spec: {
@@ -94,21 +96,23 @@ describe('Pod injection with a sidecar injector after it', () => {
         },
       ],
     } as KubeObject);
-    await until('the apiserver to call the sidecar injector', () =>
-      cluster.client
-        .create(
-          {
-            apiVersion: 'v1',
-            kind: 'Pod',
-            metadata: { name: 'probe', namespace: 'team-a', labels: { [sidecarLabel]: 'probe' } },
-            spec: { containers: [{ name: 'probe', image: 'probe' }] },
-          } as KubeObject,
-          { dryRun: true },
-        )
-        .then(
-          () => undefined,
-          (err: unknown) => (String(err).includes('the sidecar injector answers') ? true : undefined),
-        ),
+    await waitFor(
+      () =>
+        cluster.client
+          .create(
+            {
+              apiVersion: 'v1',
+              kind: 'Pod',
+              metadata: { name: 'probe', namespace: 'team-a', labels: { [sidecarLabel]: 'probe' } },
+              spec: { containers: [{ name: 'probe', image: 'probe' }] },
+            } as KubeObject,
+            { dryRun: true },
+          )
+          .then(
+            () => undefined,
+            (err: unknown) => (String(err).includes('the sidecar injector answers') ? true : undefined),
+          ),
+      { what: 'the apiserver to call the sidecar injector' },
     );
   });
   after(async () => {

@@ -2,17 +2,18 @@
 // one tenant stops nothing for the others and is reported on its own Binding. The failures are injected
 // by a proxy in front of the master's admin endpoint (a real master cannot be made to fail one tenant on
 // demand); every other request reaches the real master.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCachePool } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
 import { AdminFaultProxy } from '../support/admin-fault-proxy.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
 import { binding, condition, ledgerTenants, pool, untilBinding, v1 } from '../support/pool-fixtures.ts';
+import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;
 const ref = (name: string) => ({ apiVersion: v1, kind: 'KVCachePoolBinding', namespace: 'team-a', name });

@@ -1,10 +1,10 @@
 // Pools and Bindings on a real multi-tenant master, at the walkthrough's ratios scaled down (1 unit =
 // 8 MiB; two 64 MiB members = 16 units): the ledger, the store's own recut, usage, releases, restarts.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCachePoolBinding } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
 import { parseQuantityBytes } from '../../src/model/quantity.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
@@ -22,6 +22,7 @@ import {
   v1,
 } from '../support/pool-fixtures.ts';
 import { runStoreClient } from '../support/store-client.ts';
+import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;
 const unit = 8 * MiB;

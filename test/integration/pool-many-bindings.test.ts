@@ -2,10 +2,10 @@
 // granted, the pool's status stays small enough to write (counts, and bounded lists), and deleting the
 // pool with all its Bindings finishes. And a Binding created before its pool is judged against the
 // pool's total once the pool exists.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCachePool, KVCachePoolBinding } from '../../src/api/types.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
@@ -20,6 +20,7 @@ import {
   untilPool,
   v1,
 } from '../support/pool-fixtures.ts';
+import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;
 const count = 1500;

@@ -1,16 +1,17 @@
 // Tenants on a real multi-tenant master that this operator did not register: a Binding naming one
 // reports the conflict and leaves it as it is, through the Binding's whole life; tenants the operator
 // did register stay its own across an operator restart.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCachePool } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
 import { binding, condition, externalBackend, pool, untilBinding, v1 } from '../support/pool-fixtures.ts';
+import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;
 

@@ -1,12 +1,13 @@
 // Informers survive a kube-apiserver restart: objects created, changed and deleted (through a second
 // apiserver on the same etcd) while the watched apiserver was down are all reconciled afterwards.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { KubeClient, type KubeObject } from '../../src/kube/client.ts';
 import { Controller, ownKey, splitKey } from '../../src/kube/controller.ts';
 import { Informer } from '../../src/kube/informer.ts';
 import { ControlPlane } from '../../src/local/control-plane.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
+import { waitFor } from '../support/wait.ts';
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 const ns = 'restart';

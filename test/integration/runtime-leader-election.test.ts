@@ -1,6 +1,7 @@
 // Two real operator processes on one Lease (15 s / 10 s / 2 s): exactly one leads; a SIGKILLed
 // leader is replaced within leaseDuration + retryPeriod; a SIGTERMed one within about a retryPeriod.
 // They run as the chart's ServiceAccount (its RBAC rendered for this namespace).
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,6 @@ import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { KubeClient } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import type { ManagedProcess } from '../../src/local/processes.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
 import { uniqueName } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import {
@@ -20,6 +20,7 @@ import {
   installOperatorAccess,
 } from '../support/operator-access.ts';
 import { startOperatorProcess } from '../support/operator-process.ts';
+import { waitFor } from '../support/wait.ts';
 
 const ns = 'leader-election';
 const leaseDurationMs = 15_000;
@@ -47,13 +48,12 @@ describe('operator leader election', () => {
       })
     )?.spec?.holderIdentity;
   const waitForHolder = (ids: string[], timeoutMs: number) =>
-    waitFor(
-      async () => {
-        const h = await holder();
-        return h && ids.includes(h) ? h : undefined;
-      },
-      { what: `one of ${ids} to hold the lease`, timeoutMs, intervalMs: 50 },
-    );
+    waitFor(holder, {
+      what: `one of ${ids} to hold the lease`,
+      until: (h) => ids.includes(h),
+      timeoutMs,
+      intervalMs: 50,
+    });
 
   before(async () => {
     cluster = await startIsolatedCluster();

@@ -1,6 +1,7 @@
 // The API client authenticates with a ServiceAccount token kept in a file, as the operator does in a
 // Pod with the projected token: when the kubelet replaces the token and the old one stops working, the
 // client reads the file again instead of failing with the token it started with.
+
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,8 +10,9 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { KubeClient, type KubeObject } from '../../src/kube/client.ts';
 import { ApiError } from '../../src/kube/errors.ts';
-import { ensureNamespace, testClient, testKubeconfig, until } from '../support/cluster.ts';
+import { ensureNamespace, testClient, testKubeconfig } from '../support/cluster.ts';
 import { type AccountKubeconfig, accountKubeconfig } from '../support/operator-access.ts';
+import { waitFor } from '../support/wait.ts';
 
 const ns = 'token-file';
 const account = 'reader';
@@ -70,11 +72,13 @@ describe('a ServiceAccount token read from a file', () => {
     writeFileSync(path, captured, { mode: 0o600 });
     const client = await KubeClient.fromKubeconfigFile(path);
     try {
-      await until('the old token to be refused', () =>
-        client.get(probe).then(
-          () => undefined,
-          (err: unknown) => (err instanceof ApiError && err.status === 401 ? true : undefined),
-        ),
+      await waitFor(
+        () =>
+          client.get(probe).then(
+            () => undefined,
+            (err: unknown) => (err instanceof ApiError && err.status === 401 ? true : undefined),
+          ),
+        { what: 'the old token to be refused' },
       );
     } finally {
       await client.close();

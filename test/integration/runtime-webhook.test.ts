@@ -1,5 +1,6 @@
 // A validating webhook served by the runtime refuses a create through the real apiserver, and keeps
 // refusing across a serving-certificate rotation and a two-step CA rotation, without a restart.
+
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -10,7 +11,8 @@ import { createCertificateAuthority, loadCertificateAuthority } from '../../src/
 import { WebhookCertificates } from '../../src/kube/webhook-certs.ts';
 import { allow, deny, WebhookServer } from '../../src/kube/webhook-server.ts';
 import { freePort } from '../../src/local/ports.ts';
-import { ensureNamespace, testClient, uniqueName, until } from '../support/cluster.ts';
+import { ensureNamespace, testClient, uniqueName } from '../support/cluster.ts';
+import { waitFor } from '../support/wait.ts';
 
 const ns = 'webhook-test';
 const day = 86_400_000;
@@ -122,7 +124,7 @@ describe('validating webhook through the real apiserver', () => {
     await certs.ensure();
     await server.start(certs.serving!, port, '127.0.0.1');
     // The apiserver loads the configuration through its own watch: wait until it calls the webhook.
-    await until('the apiserver to call the test webhook', () => createRefused().then(() => true));
+    await waitFor(() => createRefused().then(() => true), { what: 'the apiserver to call the test webhook' });
   });
   after(async () => {
     await server.stop();
@@ -189,8 +191,9 @@ describe('validating webhook through the real apiserver', () => {
     assert.equal(certs.caBundle, [oldCa.toString(), staged.certPem].join(''), 'the bundle carries both');
 
     probe.updateCertificate(await issueFrom(staged));
-    await until('the apiserver to trust the staged CA', async () =>
-      (await probeAnswer()).includes('refused by the probe webhook') ? true : undefined,
+    await waitFor(
+      async () => ((await probeAnswer()).includes('refused by the probe webhook') ? true : undefined),
+      { what: 'the apiserver to trust the staged CA' },
     );
     // (At this simulated time every serving certificate issued today looks expired, so each call
     // reissues one: from the old CA until the staged one is promoted.)

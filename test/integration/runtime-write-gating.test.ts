@@ -2,15 +2,16 @@
 // the certificate the leader wrote, but never writes the certificate Secret or the webhook
 // configurations' CA bundle, even when both are emptied; once it leads, it writes them. (Controllers
 // start only on the leader: runtime-leader-election.test.ts.)
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 import { awaitAdmissionInForce } from '../../src/local/admission-in-force.ts';
 import { validatingConfigurationName } from '../../src/webhooks/configuration.ts';
-import { until } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
+import { waitFor } from '../support/wait.ts';
 
 const ns = 'gpustack-system';
 const leaseName = 'kvpool-operator';
@@ -58,7 +59,9 @@ describe('writes gated by leadership', () => {
       leaderElection: { leaseName },
       certificateRefreshMs: 3_600_000,
     });
-    await until('replica-a to lead', async () => ((await holder()) === 'replica-a' ? true : undefined));
+    await waitFor(async () => ((await holder()) === 'replica-a' ? true : undefined), {
+      what: 'replica-a to lead',
+    });
     await awaitAdmissionInForce(admin, 30_000);
     const secretData = async () =>
       (await admin.get<KubeObject & { data?: Record<string, string> }>(secretRef)).data ?? {};
@@ -72,7 +75,9 @@ describe('writes gated by leadership', () => {
       certificateRefreshMs: 100,
     });
     const serving = standby.manager.webhooks!;
-    await until('the standby to serve the leader’s certificate', () => (serving.serving ? true : undefined));
+    await waitFor(() => (serving.serving ? true : undefined), {
+      what: 'the standby to serve the leader’s certificate',
+    });
     assert.equal(await holder(), 'replica-a');
 
     // The installation's empty Secret again, and no CA bundle: what a replica that may write would fix.
@@ -87,9 +92,9 @@ describe('writes gated by leadership', () => {
       })),
     );
     const looked = serving.refreshes;
-    await until('the standby to look at the Secret five more times', () =>
-      serving.refreshes >= looked + 5 ? true : undefined,
-    );
+    await waitFor(() => (serving.refreshes >= looked + 5 ? true : undefined), {
+      what: 'the standby to look at the Secret five more times',
+    });
     assert.deepEqual(await secretData(), {}, 'the standby did not write the Secret');
     assert.ok(
       (await caBundles()).every((b) => b === ''),
@@ -101,12 +106,14 @@ describe('writes gated by leadership', () => {
     // The same replica writes both once it leads.
     await leader.stop();
     leader = undefined;
-    await until('replica-b to lead', async () => ((await holder()) === 'replica-b' ? true : undefined));
-    await until('the new leader to write the Secret', async () =>
-      (await secretData())['tls.crt'] ? true : undefined,
-    );
-    await until('the new leader to set the CA bundle', async () =>
-      (await caBundles()).every((b) => b !== '') ? true : undefined,
-    );
+    await waitFor(async () => ((await holder()) === 'replica-b' ? true : undefined), {
+      what: 'replica-b to lead',
+    });
+    await waitFor(async () => ((await secretData())['tls.crt'] ? true : undefined), {
+      what: 'the new leader to write the Secret',
+    });
+    await waitFor(async () => ((await caBundles()).every((b) => b !== '') ? true : undefined), {
+      what: 'the new leader to set the CA bundle',
+    });
   });
 });

@@ -2,6 +2,7 @@
 // and the wheel's mooncake_master and member. The outage is a network fault injected by a TCP relay
 // between the leader process and the apiserver (test/support/api-relay.ts): the processes share the
 // host network, and the apiserver is shared with other tests, so it cannot be stopped or cut for real.
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,6 @@ import type { KubeClient } from '../../src/kube/client.ts';
 import { leaseTimingFlags, storeLeaseDefaults as timings } from '../../src/kube/lease-timing.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import type { ManagedProcess } from '../../src/local/processes.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
 import { ApiRelay, type RelayMode } from '../support/api-relay.ts';
 import { ensureNamespace, testClient, testKubeconfig, uniqueName } from '../support/cluster.ts';
 import { LeaseRecorder, leaseRef } from '../support/lease-recorder.ts';
@@ -26,6 +26,7 @@ import {
   startStoreLeader,
   startStoreMember,
 } from '../support/store-program.ts';
+import { waitFor } from '../support/wait.ts';
 
 const ns = 'store-outage';
 const MiB = 1 << 20;

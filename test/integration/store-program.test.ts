@@ -1,6 +1,7 @@
 // kvpool-store, the store image's program, run as real processes against the shared apiserver and the
 // wheel's mooncake_master and member service: election, readiness, failover, member re-pointing,
 // tenant-policy seeding. Each "Pod" has its own 127.60.x.y address, as Pods sharing a host would.
+
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -13,7 +14,6 @@ import { emptyPolicy } from '../../src/agent/tenant-policy-seed.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import type { ManagedProcess } from '../../src/local/processes.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
 import { ensureNamespace, testClient, uniqueName } from '../support/cluster.ts';
 import { LeaseRecorder, leaseRef, takeLease } from '../support/lease-recorder.ts';
 import {
@@ -27,6 +27,7 @@ import {
   startStoreLeader,
   startStoreMember,
 } from '../support/store-program.ts';
+import { waitFor } from '../support/wait.ts';
 
 const ns = 'store-program';
 const MiB = 1 << 20;

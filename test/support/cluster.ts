@@ -3,14 +3,6 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { KubeClient, type KubeObject } from '../../src/kube/client.ts';
 import { kubeBinary } from '../../src/local/toolchain.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
-
-/** Polls `probe` every 100 ms until it gives a value; a throw counts as not yet. */
-export const until = <T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 60_000,
-) => waitFor(probe, { what, timeoutMs, intervalMs: 100 });
 
 export function testKubeconfig(): string {
   const path = process.env.KVPOOL_TEST_KUBECONFIG;

@@ -5,8 +5,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Exit, type ManagedProcess, startProcess } from '../../src/local/processes.ts';
 import { mooncakeVenv, projectRoot } from '../../src/local/toolchain.ts';
-import { WaitAborted, waitFor } from '../../src/local/wait-for.ts';
 import { type Families, parsePrometheusText } from '../../src/store/prometheus.ts';
+import { WaitAborted, waitFor } from './wait.ts';
 
 export const standinDir = join(projectRoot, 'engine-standin');
 

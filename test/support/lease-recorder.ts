@@ -3,7 +3,7 @@ import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { KubeClient } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { microTime } from '../../src/kube/time.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
+import { waitFor } from './wait.ts';
 
 export interface HolderSighting {
   holder: string;

@@ -8,7 +8,6 @@ import { promisify } from 'node:util';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import { LocalCluster, type LocalClusterOptions } from '../../src/local/cluster.ts';
 import { kubeBinary } from '../../src/local/toolchain.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
 
 export interface E2ECluster {
   cluster: LocalCluster;
@@ -55,15 +54,6 @@ export function conditionOf(
   type: string,
 ) {
   return obj.status?.conditions?.find((c) => c.type === type);
-}
-
-/** Polls `probe` (a read of what users see) until it yields a value. */
-export function eventually<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  return waitFor(probe, { what, timeoutMs, intervalMs: 100 });
 }
 
 /**

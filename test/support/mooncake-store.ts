@@ -7,7 +7,7 @@ import { stringify } from 'yaml';
 import { freePort } from '../../src/local/ports.ts';
 import { type ManagedProcess, startProcess } from '../../src/local/processes.ts';
 import { mooncakeBinary } from '../../src/local/toolchain.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
+import { waitFor } from './wait.ts';
 
 export interface Tenant {
   name: string;

@@ -2,8 +2,8 @@
 import type { KVCachePool, KVCachePoolBinding } from '../../src/api/types.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
 import type { MooncakeStore } from './mooncake-store.ts';
+import { waitFor } from './wait.ts';
 
 export const v1 = 'worker.gpustack.ai/v1';
 
@@ -69,16 +69,8 @@ export async function untilBinding(
   timeoutMs = 10_000,
 ): Promise<KVCachePoolBinding> {
   return waitFor(
-    async () => {
-      const b = await client.get<KVCachePoolBinding>({
-        apiVersion: v1,
-        kind: 'KVCachePoolBinding',
-        namespace,
-        name,
-      });
-      return test(b) ? b : undefined;
-    },
-    { what: `Binding ${namespace}/${name}: ${what}`, timeoutMs, intervalMs: 50 },
+    () => client.get<KVCachePoolBinding>({ apiVersion: v1, kind: 'KVCachePoolBinding', namespace, name }),
+    { what: `Binding ${namespace}/${name}: ${what}`, until: test, timeoutMs, intervalMs: 50 },
   );
 }
 
@@ -89,13 +81,12 @@ export async function untilPool(
   test: (p: KVCachePool) => boolean,
   timeoutMs = 10_000,
 ) {
-  return waitFor(
-    async () => {
-      const p = await client.get<KVCachePool>({ apiVersion: v1, kind: 'KVCachePool', name });
-      return test(p) ? p : undefined;
-    },
-    { what: `pool ${name}: ${what}`, timeoutMs, intervalMs: 50 },
-  );
+  return waitFor(() => client.get<KVCachePool>({ apiVersion: v1, kind: 'KVCachePool', name }), {
+    what: `pool ${name}: ${what}`,
+    until: test,
+    timeoutMs,
+    intervalMs: 50,
+  });
 }
 
 /** A tenant's series on the master's /metrics, or undefined when absent. */

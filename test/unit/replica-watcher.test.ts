@@ -3,9 +3,9 @@
 // test's: it stands for the replicas' /metrics.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { waitFor } from '../../src/local/wait-for.ts';
 import type { CacheReports } from '../../src/store/replica-reports.ts';
 import { ReplicaReportWatcher } from '../../src/store/replica-watcher.ts';
+import { waitFor } from '../support/wait.ts';
 
 describe('ReplicaReportWatcher', () => {
   let reading: CacheReports | undefined;
