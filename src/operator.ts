@@ -25,7 +25,10 @@ export interface OperatorStartOptions {
   healthPort?: number;
   storePollMs?: number;
   replicaPollMs?: number;
+  /** How often a backend is passed over without an event (default 15 s). */
   observeIntervalMs?: number;
+  /** How often a pool's ledger key is passed over without an event (default 30 s). */
+  poolObserveIntervalMs?: number;
   /** How long a node's tier cleanup may take before it is reported and given up (default 5 minutes). */
   tierCleanupDeadlineMs?: number;
   webhook?: {
@@ -60,6 +63,7 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
     storePollMs: o.storePollMs,
     replicaPollMs: o.replicaPollMs,
     observeIntervalMs: o.observeIntervalMs,
+    poolObserveIntervalMs: o.poolObserveIntervalMs,
     tierCleanupDeadlineMs: o.tierCleanupDeadlineMs,
   };
   const ctx = buildContext(o.client, settings);

@@ -18,6 +18,7 @@ export interface OperatorOptions {
   /** How often ready engine replicas are asked what they report about the cache (default 5 s). */
   replicaPollMs?: number;
   observeIntervalMs?: number;
+  poolObserveIntervalMs?: number;
   tierCleanupDeadlineMs?: number;
 }
 
@@ -41,7 +42,7 @@ export function registerControllers(manager: Manager, ctx: OperatorContext, opti
     tierCleanupDeadlineMs: options.tierCleanupDeadlineMs,
   });
   manager.addController(backend.controller);
-  const pool = new PoolReconciler(ctx);
+  const pool = new PoolReconciler(ctx, { observeIntervalMs: options.poolObserveIntervalMs });
   manager.addController(pool.controller);
   manager.addController(new ModelDeploymentReconciler(ctx).controller);
   for (const informer of ctx.informers.all()) manager.addInformer(informer);

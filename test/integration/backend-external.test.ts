@@ -10,6 +10,7 @@ import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
 import { externalBackend } from '../support/pool-fixtures.ts';
+import { afterReconciles } from '../support/reconciles.ts';
 import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;
@@ -31,7 +32,8 @@ describe('an external backend on a real master with two 64 MiB members', () => {
       MooncakeStore.start({ members: 2, memberBytes: 64 * MiB, tenants: [] }),
     ]);
     await ensureNamespace(cluster.client, 'gpustack-system');
-    operator = await startOperatorInProcess(cluster.cp.kubeconfigPath);
+    // Every object gets a pass each half second, events or not: the idle and held checks count them.
+    operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { observeIntervalMs: 500 });
     await cluster.client.create(externalBackend(ref.name, store));
   });
   after(async () => {
@@ -87,7 +89,8 @@ describe('an external backend on a real master with two 64 MiB members', () => {
 
   it('makes no API write on an idle pass', async () => {
     const before = (await get()).metadata.resourceVersion;
-    await new Promise((r) => setTimeout(r, 3000));
+    // The only backend: each of these passes re-reads the store and decides its status again.
+    await afterReconciles('kvcachebackend', 3);
     assert.equal((await get()).metadata.resourceVersion, before);
   });
 
@@ -105,7 +108,7 @@ describe('an external backend on a real master with two 64 MiB members', () => {
     assert.equal(deletable?.status, 'False');
     assert.match(deletable?.message ?? '', /KVCachePool\/uses-external/);
     assert.match(held.status?.phaseMessage ?? '', /uses-external/);
-    await new Promise((r) => setTimeout(r, 1500));
+    await afterReconciles('kvcachebackend', 3);
     assert.ok(await cluster.client.find(ref), 'still held while the pool exists');
     await cluster.client.delete(pool);
     await waitFor(async () => ((await cluster.client.find(ref)) ? undefined : true), {

@@ -10,6 +10,7 @@ import type { KubeObject } from '../../src/kube/object.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
+import { afterReconciles } from '../support/reconciles.ts';
 import { seedObjects } from '../support/seed.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -197,8 +198,8 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
       after.spec.template.metadata.annotations[hashKey],
       before.spec.template.metadata.annotations[hashKey],
     );
-    // Several operator passes (the store is polled every 200 ms) would each delete a Pod of an old hash.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Each pass of the only backend would delete a Pod of an old hash; let several run.
+    await afterReconciles('kvcachebackend', 3);
     const same = (await pods('member-0')).find((p) => p.metadata.uid === onNodeA.metadata.uid);
     assert.ok(same, 'the member on the still-selected node is kept');
     assert.equal(same.metadata.deletionTimestamp, undefined, 'and not being deleted');

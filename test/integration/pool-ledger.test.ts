@@ -21,6 +21,7 @@ import {
   untilPool,
   v1,
 } from '../support/pool-fixtures.ts';
+import { afterReconciles } from '../support/reconciles.ts';
 import { runStoreClient } from '../support/store-client.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -59,7 +60,11 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
     for (const ns of ['gpustack-system', 'team-a', 'team-b']) {
       await ensureNamespace(cluster.client, ns);
     }
-    operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
+    // Every object gets a pass each half second, events or not: the "never" checks count them.
+    operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, {
+      webhooks: true,
+      observeIntervalMs: 500,
+    });
     await cluster.client.create(externalBackend('mooncake-dram', store));
     await cluster.client.create(pool('shared-dram', 'mooncake-dram', '128Mi'));
   });
@@ -324,8 +329,9 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
       namespace: 'team-a',
       name: 'qwen-fp8',
     });
-    // The deletion wakes a pass at once; give it and a few more time to act.
-    await new Promise((r) => setTimeout(r, 3000));
+    // The deletion wakes a pass at once; every ledger key (this backend's and the unpooled one) is
+    // passed again each half second: three rounds of them.
+    await afterReconciles('kvcachepool', 6);
     const b = await cluster.client.find<KVCachePoolBinding>({
       apiVersion: v1,
       kind: 'KVCachePoolBinding',
@@ -357,8 +363,9 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
     await operator.ctx.informers.get({ apiVersion: v1, kind: 'KVCachePool' }).stop();
     await cluster.client.create(pool('pool-4', 'spare-2', '16Mi'));
     await cluster.client.delete({ apiVersion: v1, kind: 'KVCacheBackend', name: 'spare-2' });
-    // Each deletion wakes a pass at once; give it and a few more time to act.
-    await new Promise((r) => setTimeout(r, 3000));
+    // Each deletion wakes a pass at once, and every object is passed again each half second: three
+    // rounds of the four ledger keys and the three backends.
+    await Promise.all([afterReconciles('kvcachepool', 12), afterReconciles('kvcachebackend', 9)]);
     assert.ok((await find('KVCachePool', 'pool-3'))?.metadata.deletionTimestamp, 'pool-3 is held by b3');
     assert.ok(
       (await find('KVCacheBackend', 'spare-2'))?.metadata.deletionTimestamp,

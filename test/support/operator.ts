@@ -20,6 +20,8 @@ export interface InProcessOperator extends RunningOperator {
 export interface InProcessOptions {
   namespace?: string;
   storePollMs?: number;
+  /** How often each controller passes over every object without an event (the operator's default unless said). */
+  observeIntervalMs?: number;
   webhooks?: boolean;
   /** Apply the webhook configurations, pointing at this replica (default); a second replica does not. */
   installWebhookConfigurations?: boolean;
@@ -64,6 +66,9 @@ export async function startOperatorInProcess(
       identity: options.identity ?? 'test',
       storePollMs: options.storePollMs ?? 200,
       replicaPollMs: 200,
+      ...(options.observeIntervalMs
+        ? { observeIntervalMs: options.observeIntervalMs, poolObserveIntervalMs: options.observeIntervalMs }
+        : {}),
       ...(options.leaderElection
         ? {
             leaderElection: {
