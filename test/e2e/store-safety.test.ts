@@ -22,6 +22,25 @@ type Pod = KubeObject & {
 };
 type Slice = KubeObject & { endpoints?: { addresses: string[]; conditions?: { ready?: boolean } }[] };
 
+/** Runs `probe` every 100 ms until stop(), which returns every answer (call it in a finally). */
+function sample<T>(probe: () => Promise<T>): { stop(): Promise<T[]> } {
+  let on = true;
+  const answers: T[] = [];
+  const running = (async () => {
+    while (on) {
+      answers.push(await probe());
+      await sleep(100);
+    }
+  })();
+  return {
+    async stop() {
+      on = false;
+      await running;
+      return answers;
+    },
+  };
+}
+
 /** Whether a master answers on this address now (its admin port), within a short timeout. */
 async function masterServes(ip: string): Promise<boolean> {
   try {
@@ -111,15 +130,10 @@ describe('the store is safe to run', () => {
       { rc: 0 },
     ]);
     for (const kind of ['refused', 'hanging'] as const) {
-      const samples: { leader: boolean; others: number }[] = [];
-      let sampling = true;
-      const sampler = (async () => {
-        while (sampling) {
-          const otherServing = await Promise.all(others.map((p) => masterServes(p.status!.podIP!)));
-          samples.push({ leader: await masterServes(ip), others: otherServing.filter(Boolean).length });
-          await sleep(100);
-        }
-      })();
+      const sampler = sample(async () => {
+        const otherServing = await Promise.all(others.map((p) => masterServes(p.status!.podIP!)));
+        return { leader: await masterServes(ip), others: otherServing.filter(Boolean).length };
+      });
       // Refused: the API server's port answers every connection with a reset (as while it restarts).
       // Hanging: its process is stopped, so connections open and calls never answer.
       const t0 = performance.now();
@@ -130,8 +144,7 @@ describe('the store is safe to run', () => {
       else e.cluster.cp.freezeApiserver(false);
       const outageMs = performance.now() - t0;
       await sleep(3000);
-      sampling = false;
-      await sampler;
+      const samples = await sampler.stop();
       console.log(
         `${kind} outage of ${Math.round(outageMs)} ms: ${samples.length} samples, leader serving in ${samples.filter((s) => s.leader).length}`,
       );
@@ -299,64 +312,63 @@ describe('the store is safe to run', () => {
     for (const n of e.cluster.nodes) {
       await e.cluster.node(n).exec(['ctr', '-n', 'k8s.io', 'images', 'tag', storeImage, secondTag]);
     }
-    const capacities: string[] = [];
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        const total = (await rollBackend().catch(() => undefined))?.status?.capacity?.total;
-        capacities.push(total === undefined ? 'absent' : String(total));
-        await sleep(100);
-      }
-    })();
-    await e.kubectl([
-      '-n',
-      ns,
-      'patch',
-      'setting',
-      'kv-cache-backend-image',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ spec: { value: secondTag.replace(/^docker\.io\//, '') } }),
-    ]);
-    // While exactly one member runs the new image, the other member's keys read back.
-    const oldUids = new Set(members.map((m) => m.metadata.uid));
-    const unrolled = await eventually(
-      'one member rolled, the other not yet',
-      async () => {
-        const now = await rollPods('member-0');
-        const fresh = now.filter((m) => !oldUids.has(m.metadata.uid));
-        const old = now.filter((m) => oldUids.has(m.metadata.uid));
-        return fresh.length === 1 && old.length === 1 ? old[0]! : undefined;
-      },
-      180_000,
-    );
-    const kept = keys.filter((key) => homes.get(key) === unrolled.status!.podIP);
-    assert.ok(kept.length > 0, 'some keys live on the member not yet rolled');
-    const reads = await runStoreClient(
-      client((await leaderIp())!),
-      kept.map((key) => ({ op: 'get' as const, key })),
-    );
-    reads.forEach((got, i) =>
-      assert.ok(
-        'data' in got && got.data.toString() === `value of ${kept[i]}`,
-        `${kept[i]} on the unrolled member`,
-      ),
-    );
-    await eventually(
-      'both members replaced and roll-store Ready with 2Gi',
-      async () => {
-        const now = await rollPods('member-0');
-        const b = await rollBackend();
-        return now.length === 2 &&
-          now.every((m) => !oldUids.has(m.metadata.uid)) &&
-          b.status?.capacity?.total === '2Gi'
-          ? true
-          : undefined;
-      },
-      300_000,
-    );
-    sampling = false;
-    await sampler;
+    const sampler = sample(async () => {
+      const total = (await rollBackend().catch(() => undefined))?.status?.capacity?.total;
+      return total === undefined ? 'absent' : String(total);
+    });
+    let capacities: string[] = [];
+    let kept: string[] = [];
+    try {
+      await e.kubectl([
+        '-n',
+        ns,
+        'patch',
+        'setting',
+        'kv-cache-backend-image',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec: { value: secondTag.replace(/^docker\.io\//, '') } }),
+      ]);
+      // While exactly one member runs the new image, the other member's keys read back.
+      const oldUids = new Set(members.map((m) => m.metadata.uid));
+      const unrolled = await eventually(
+        'one member rolled, the other not yet',
+        async () => {
+          const now = await rollPods('member-0');
+          const fresh = now.filter((m) => !oldUids.has(m.metadata.uid));
+          const old = now.filter((m) => oldUids.has(m.metadata.uid));
+          return fresh.length === 1 && old.length === 1 ? old[0]! : undefined;
+        },
+        180_000,
+      );
+      kept = keys.filter((key) => homes.get(key) === unrolled.status!.podIP);
+      assert.ok(kept.length > 0, 'some keys live on the member not yet rolled');
+      const reads = await runStoreClient(
+        client((await leaderIp())!),
+        kept.map((key) => ({ op: 'get' as const, key })),
+      );
+      reads.forEach((got, i) =>
+        assert.ok(
+          'data' in got && got.data.toString() === `value of ${kept[i]}`,
+          `${kept[i]} on the unrolled member`,
+        ),
+      );
+      await eventually(
+        'both members replaced and roll-store Ready with 2Gi',
+        async () => {
+          const now = await rollPods('member-0');
+          const b = await rollBackend();
+          return now.length === 2 &&
+            now.every((m) => !oldUids.has(m.metadata.uid)) &&
+            b.status?.capacity?.total === '2Gi'
+            ? true
+            : undefined;
+        },
+        300_000,
+      );
+    } finally {
+      capacities = await sampler.stop();
+    }
     const seen = [...new Set(capacities)];
     console.log(
       `member roll: ${capacities.length} capacity samples, values seen ${seen.join(', ')}; ${kept.length} keys on the unrolled member read back`,
