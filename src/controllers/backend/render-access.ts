@@ -67,7 +67,9 @@ export function renderElectionRbac(backend: KVCacheBackend, ctx: BackendRenderCo
     verbs,
   });
   return [
-    ...accountWithRole(backend, ctx, leaderName(backend), leaderComponent, [lease(['get', 'update', 'patch'])]),
+    ...accountWithRole(backend, ctx, leaderName(backend), leaderComponent, [
+      lease(['get', 'update', 'patch']),
+    ]),
     ...(membersReadLease(backend)
       ? accountWithRole(backend, ctx, memberAccountName(backend), memberRbacComponent, [lease(['get'])])
       : []),
