@@ -176,6 +176,24 @@ export function abandonedTraces(): string[] {
   return traces;
 }
 
+/** Removes what clusters whose owner is gone left behind (a killed run); returns what it removed. */
+export async function sweepAbandoned(): Promise<string[]> {
+  const removed: string[] = [];
+  mkdirSync(lockDir, { recursive: true });
+  for (let slot = 0; slot < maxSlots; slot++) {
+    const lock = join(lockDir, String(slot));
+    const traces = slotTraces(slot).filter((t) => t !== `lock ${lock}`);
+    if (!traces.length || !tryLock(lock)) continue;
+    try {
+      await sweepSlot(slot);
+      removed.push(...traces);
+    } finally {
+      rmSync(lock, { force: true });
+    }
+  }
+  return removed;
+}
+
 /** The slot of the cluster whose API server listens at `address` (see addressing.ts). */
 export function slotOfAddress(address: string): number {
   const second = Number(address.split('.')[1]);
