@@ -6,7 +6,7 @@ import type { LedgerFailure } from '../../store/tenant-ledger.ts';
 import type { TenantFigures } from '../../store/tenant-metrics.ts';
 import { type DecidedCondition, decided, nameList } from '../conditions.ts';
 import { domainOf, type LedgerPlan } from './plan.ts';
-import { bytes, type Decision, type MasterReport, phaseOf } from './status.ts';
+import { bytes, type Decision, type MasterReport, phaseOf, readable } from './status.ts';
 
 export function decideBinding(
   b: KVCachePoolBinding,
@@ -85,7 +85,7 @@ export function decideBinding(
           'QuotaObserved',
           'True',
           'Observed',
-          `the master grants ${bytes(f.effectiveBytes) ?? 'no figure'} of the ${bytes(f.requestedBytes) ?? '?'} requested; ${bytes(f.usageBytes) ?? 'no figure'} in use${inflight}${noPolicy}`,
+          `the master grants ${readable(f.effectiveBytes) ?? 'no figure'} of the ${readable(f.requestedBytes) ?? '?'} requested; ${readable(f.usageBytes) ?? 'no figure'} in use${inflight}${noPolicy}`,
         ),
       );
       conditions.push(grantCondition(domain, f));
@@ -134,7 +134,7 @@ function grantCondition(domain: string, f: TenantFigures): DecidedCondition {
     'QuotaGranted',
     'True',
     'Granted',
-    `the master grants domain ${domain} ${bytes(f.effectiveBytes)}`,
+    `the master grants domain ${domain} ${readable(f.effectiveBytes)}`,
   );
 }
 
