@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:https';
 import { closeServer, listen } from './listen.ts';
 import { log } from './log.ts';
+import { webhookInFlight, webhookLatency, webhookRequests } from './metrics.ts';
 import type { KubeObject } from './object.ts';
 
 export interface AdmissionRequest<T = KubeObject> {
@@ -89,19 +90,30 @@ export class WebhookServer {
 
   async start(cert: ServingCertificate, port: number, host = '0.0.0.0'): Promise<number> {
     this.server = createServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => {
-      const handler = this.handlers.get((req.url ?? '').split('?')[0]!);
+      const webhook = (req.url ?? '').split('?')[0]!;
+      const handler = this.handlers.get(webhook);
       if (req.method !== 'POST' || !handler) {
         res.writeHead(404).end();
         return;
       }
+      // controller-runtime's webhook metrics, labelled by the webhook's path.
+      const started = performance.now();
+      webhookInFlight.inc({ webhook });
+      const answered = (code: number) => {
+        webhookInFlight.dec({ webhook });
+        webhookRequests.inc({ webhook, code: String(code) });
+        webhookLatency.observe({ webhook, code: String(code) }, (performance.now() - started) / 1000);
+      };
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', async () => {
         try {
           const out = await review(JSON.parse(Buffer.concat(chunks).toString()), handler);
           res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
+          answered(200);
         } catch (err) {
           res.writeHead(400, { 'content-type': 'text/plain' }).end(String(err));
+          answered(400);
         }
       });
     });

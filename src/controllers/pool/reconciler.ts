@@ -14,6 +14,7 @@ import { mergeConditions } from '../conditions.ts';
 import type { OperatorContext } from '../context.ts';
 import { decideBinding } from './binding-status.ts';
 import { executeLedger, type LedgerOutcome } from './ledger.ts';
+import { measureLedgerPass } from './ledger-metrics.ts';
 import { heldLive, liveInput, mayRelease, poolInUseLive } from './live-check.ts';
 import { domainOf, planLedger } from './plan.ts';
 import { renderSeedConfigMap } from './seed-policy.ts';
@@ -84,7 +85,7 @@ export class PoolReconciler {
       if (!o.metadata.deletionTimestamp) await ensureFinalizer(this.ctx.client, o);
     let outcome: LedgerOutcome | undefined;
     if (address && !report.ledgerOff) {
-      outcome = await executeLedger(address, input, plan);
+      outcome = await measureLedgerPass(key, () => executeLedger(address, input, plan));
       plan = outcome.plan;
       report.ledgerOff = outcome.ledgerOff;
       report.ledgerFailure = outcome.failure;
