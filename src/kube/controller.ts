@@ -63,7 +63,10 @@ export class Controller {
     const n = this.options.concurrency ?? 1;
     maxConcurrentReconciles.set({ controller: this.name }, n);
     activeWorkers.set({ controller: this.name }, 0);
+    // As controller-runtime does, every result starts at zero so a rate over it reads 0, not nothing.
     reconcileErrors.inc({ controller: this.name }, 0);
+    for (const result of ['success', 'error', 'requeue', 'requeue_after'])
+      reconcileTotal.inc({ controller: this.name, result }, 0);
     this.workers = Array.from({ length: n }, () => this.work());
   }
 

@@ -43,8 +43,11 @@ export class WorkQueue {
     this.limits = { ...defaultRateLimits, ...limits };
     this.tokens = this.limits.burst;
     if (name) {
+      // As client-go's queues do, every series exists from the start, at zero.
       this.labels = { name, controller: name };
       workqueueDepth.set(this.labels, 0);
+      workqueueAdds.inc(this.labels, 0);
+      workqueueRetries.inc(this.labels, 0);
       this.untrack = trackInFlightWork({
         name,
         runningSeconds: () => [...this.startedAt.values()].map((t) => (performance.now() - t) / 1000),
