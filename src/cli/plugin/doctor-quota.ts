@@ -124,7 +124,9 @@ const zeroGrant: Check = {
   run(s) {
     return s.bindings.flatMap((b) => {
       const c = conditionOf(b, 'QuotaGranted');
-      if (c?.status !== 'False' || b.metadata.deletionTimestamp) return [];
+      // A contested domain has no grant of its own: the domain-claimed-twice row says why.
+      const contested = conditionOf(b, 'DomainExclusive')?.status === 'False';
+      if (c?.status !== 'False' || b.metadata.deletionTimestamp || contested) return [];
       const pool = poolOf(s, b);
       const allocatable = pool && conditionOf(pool, 'CapacityAllocatable');
       const nothing = allocatable?.reason === 'NothingToAllocate';

@@ -3,6 +3,7 @@ import type { KVCacheBackend } from '../../api/types.ts';
 import { componentLabel, instanceLabel, leaderComponent } from '../../controllers/backend/labels.ts';
 import { viewPod } from '../../controllers/backend/pod-view.ts';
 import { type Check, conditionOf, type Finding, said } from './finding.ts';
+import { podFault } from './pod-fault.ts';
 import type { Pod, Snapshot } from './snapshot.ts';
 
 const pullFailures = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull']);
@@ -22,9 +23,9 @@ function podsOf(s: Snapshot, b: KVCacheBackend, member: boolean): Pod[] {
 }
 
 /** Pods that are not ready, in words: `pod on node: Reason: message`. */
-function podEvidence(pods: Pod[], role: 'Leader' | 'Member'): string[] {
+function podEvidence(s: Snapshot, pods: Pod[], role: 'Leader' | 'Member'): string[] {
   return pods
-    .map((p) => viewPod(p, role))
+    .map((p) => podFault(s, p, role))
     .filter((v) => !v.ready)
     .map(
       (v) =>
@@ -64,7 +65,7 @@ const leaderUnavailable: Check = {
           object: backendObject(b),
           severity: starting.has(c.reason) ? 'warning' : 'error',
           summary: `the leader does not serve (phase ${b.status?.phase ?? 'unknown'})`,
-          evidence: [said(c), ...podEvidence(pods, 'Leader')],
+          evidence: [said(c), ...podEvidence(s, pods, 'Leader')],
           fix: leaderFix(b, stuck?.fault?.reason ?? c.reason, ns, stuck?.name),
         });
       }
@@ -114,7 +115,7 @@ const memberShortfall: Check = {
         object: backendObject(b),
         severity: 'error',
         summary: `members are missing from the store (capacity ${b.status?.capacity?.total ?? 'not reported'})`,
-        evidence: [said(c), ...podEvidence(pods, 'Member')],
+        evidence: [said(c), ...podEvidence(s, pods, 'Member')],
         fix: memberFix(b, c.reason, c.message, ns),
       });
     }

@@ -7,6 +7,7 @@ import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment }
 import { componentLabel, instanceLabel, leaderComponent } from '../../controllers/backend/labels.ts';
 import { viewPod } from '../../controllers/backend/pod-view.ts';
 import { parseQuantityBytes } from '../../controllers/backend/quantity.ts';
+import { podFault } from './pod-fault.ts';
 import type { Pod, Snapshot } from './snapshot.ts';
 
 /** A byte figure: exact (for scripts) and as people write it. */
@@ -138,17 +139,7 @@ function leaderOf(s: Snapshot, b: KVCacheBackend): LeaderNode | undefined {
 function membersOf(s: Snapshot, b: KVCacheBackend): MemberNode[] {
   const pods = backendPods(s, b.metadata.name!)
     .filter((p) => p.metadata.labels?.[componentLabel]?.startsWith('member-'))
-    .map((p) => {
-      const v = viewPod(p, 'Member');
-      // A mount the kubelet cannot make keeps the Pod creating: only its Warning event says why.
-      const failed = s.events.filter(
-        (e) => e.reason === 'FailedMount' && e.involvedObject.name === p.metadata.name,
-      );
-      const last = failed.at(-1);
-      return !v.ready && !v.fault && last?.message
-        ? { ...v, fault: { reason: 'FailedMount', message: last.message } }
-        : v;
-    });
+    .map((p) => podFault(s, p, 'Member'));
   const rows = b.status?.members ?? [];
   const nodes = new Set([
     ...pods.map((p) => p.nodeName ?? '(unscheduled)'),
