@@ -247,7 +247,7 @@ const versionMismatch: Check = {
           severity: 'info',
           summary: `cannot compare: ${!client ? `no known store client line for ${engine}` : `no Mooncake version in the store image ${image ?? '(none)'}`}`,
           evidence: [],
-          fix: 'run a put/get through the engine once: a mismatch starts healthy, then fails every write (PoolWrites=False on the backend)',
+          fix: "run a prompt through the engine once: a mismatch starts healthy, then fails every write (the deployment's CacheAttached turns False, CacheOperationsFailing)",
         });
       } else if (client !== store) {
         out.push({
