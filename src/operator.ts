@@ -24,6 +24,7 @@ export interface OperatorStartOptions {
   onLostLeadership?: () => void;
   healthPort?: number;
   storePollMs?: number;
+  replicaPollMs?: number;
   observeIntervalMs?: number;
   /** How long a node's tier cleanup may take before it is reported and given up (default 5 minutes). */
   tierCleanupDeadlineMs?: number;
@@ -57,6 +58,7 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
   const settings = {
     namespace: o.namespace,
     storePollMs: o.storePollMs,
+    replicaPollMs: o.replicaPollMs,
     observeIntervalMs: o.observeIntervalMs,
     tierCleanupDeadlineMs: o.tierCleanupDeadlineMs,
   };
@@ -108,6 +110,7 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
     async stop() {
       await manager.shutdown();
       ctx.store.stop();
+      ctx.replicas.stop();
     },
   };
 }

@@ -1,16 +1,17 @@
-// `kvpool-store leader`: campaigns for the store's Lease, and only as the holder labels its Pod, seeds
-// the tenant policy and runs mooncake_master. Losing the Lease kills the master at once: two masters
-// must never serve one store. See docs/store-program.md.
-import { setTimeout as sleep } from 'node:timers/promises';
+// `kvpool-store leader`: campaigns for the store's Lease, and only as the holder seeds the tenant
+// policy and runs mooncake_master. Leading ends at the renew deadline after the last successful
+// renewal (on this process's monotonic clock): then the master is killed at once and the replica
+// campaigns again, so two masters never serve one store while an API outage shorter than that deadline
+// costs nothing. See docs/store-program.md.
 import { KubeClient } from '../kube/client.ts';
-import { LeaderElector } from '../kube/leader-election.ts';
+import { asksToStepDown, LeaderElector, type TermEnd } from '../kube/leader-election.ts';
 import { type Logger, log } from '../kube/log.ts';
 import { Child, describeExit, findOnPath } from './child.ts';
 import { LeaderStatus } from './leader-status.ts';
 import type { LeaseRef } from './lease-address.ts';
 import { masterEndpoints } from './master-flags.ts';
 import { MasterHealth } from './master-health.ts';
-import { type PodIdentity, podFromEnv, setPodRole } from './pod-role-label.ts';
+import { type PodIdentity, podFromEnv } from './pod-identity.ts';
 import { startProbeServer } from './probe-server.ts';
 import { shutdownRequested } from './shutdown.ts';
 import { seedTenantPolicy } from './tenant-policy-seed.ts';
@@ -29,7 +30,7 @@ export interface LeaderOptions {
 
 const masterStopGraceMs = 10_000;
 
-type Ending = 'lost' | 'taken' | 'master-exited' | 'signal';
+type Ending = TermEnd | 'master-exited' | 'signal';
 
 interface Run {
   options: LeaderOptions;
@@ -66,12 +67,12 @@ export async function runLeader(options: LeaderOptions, pod = podFromEnv()): Pro
 async function runUnelected(run: Run): Promise<number> {
   if (!seedPolicy(run)) return 1;
   const master = startMaster(run);
-  const ending: Ending = await Promise.race([
+  const ending = await Promise.race([
     master.exited.then(() => 'master-exited' as const),
     run.shutdown.then(() => 'signal' as const),
   ]);
   if (ending === 'master-exited') return masterExited(run, master);
-  await stopMaster(run, master);
+  await stopMaster(run, master, masterStopGraceMs);
   return 0;
 }
 
@@ -81,87 +82,97 @@ async function runElected(run: Run): Promise<number> {
   if (!pod.ip) throw new Error('--election=Kubernetes needs KUBERNETES_POD_IP (the identity members dial)');
   const identity = `${pod.ip}:${masterEndpoints(options.masterArgs).rpcPort}`;
   const client = await KubeClient.fromDefault();
-  const elector = new LeaderElector(client, { ...options.lease, identity, ...electionTimings(options) });
-  // A container restarted after losing the Lease must not keep its old leader label.
-  await setPodRole(client, pod, null, logger);
-  logger.info({ identity }, 'campaigning for the Lease');
-  if (!(await campaign(run, elector))) {
-    await elector.release();
-    return 0;
+  const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = options;
+  const elector = new LeaderElector(client, {
+    ...options.lease,
+    identity,
+    leaseDurationMs,
+    renewDeadlineMs,
+    retryPeriodMs,
+    askedToStepDown: (lease) => asksToStepDown(lease, pod.name),
+  });
+  run.status.freshness = () => elector.freshness();
+  for (;;) {
+    run.status.phase = 'campaigning';
+    logger.info({ identity }, 'campaigning for the Lease');
+    if (!(await campaign(run, elector))) {
+      await elector.release();
+      return 0;
+    }
+    run.status.phase = 'seeding';
+    if (!seedPolicy(run)) {
+      await elector.release();
+      return 1;
+    }
+    const master = startMaster(run);
+    const term = elector.lead();
+    const ending: Ending = await Promise.race([
+      term.then((end) => (end === 'stopped' ? new Promise<never>(() => {}) : end)),
+      master.exited.then(() => 'master-exited' as const),
+      run.shutdown.then(() => 'signal' as const),
+    ]);
+    const exit = await endTerm(run, ending, master, elector, term);
+    if (exit !== undefined) return exit;
   }
-  await setPodRole(client, pod, 'leader', logger);
-  run.status.phase = 'seeding';
-  if (!seedPolicy(run)) {
-    await elector.release();
-    return 1;
-  }
-  const master = startMaster(run);
-  const ending: Ending = await Promise.race([
-    elector.renewUntilLost().then((r) => (r === 'lost' ? ('lost' as const) : new Promise<never>(() => {}))),
-    otherHolder(elector, identity, options.retryPeriodMs).then(() => 'taken' as const),
-    master.exited.then(() => 'master-exited' as const),
-    run.shutdown.then(() => 'signal' as const),
-  ]);
-  return endLeadership(run, ending, master, elector, client);
 }
 
-function electionTimings(options: LeaderOptions) {
-  const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = options;
-  return { leaseDurationMs, renewDeadlineMs, retryPeriodMs };
+/** Ends one term as `ending` requires; an exit code ends the program, undefined campaigns again. */
+async function endTerm(
+  run: Run,
+  ending: Ending,
+  master: Child,
+  elector: LeaderElector,
+  term: Promise<TermEnd>,
+): Promise<number | undefined> {
+  const { logger } = run;
+  switch (ending) {
+    case 'lost':
+    case 'taken':
+      // Another replica may take over from now on: this master must not answer a single request more.
+      master.signal('SIGKILL');
+      await master.exited;
+      forgetMaster(run);
+      logger.error({ why: ending }, 'stopped leading; killed mooncake_master and campaigning again');
+      return undefined;
+    case 'asked': {
+      // Nobody takes the Lease before it runs out: the master stops gracefully within that time.
+      const left = Math.max(0, (elector.standDown ?? 0) - performance.now());
+      await stopMaster(run, master, Math.min(masterStopGraceMs, left));
+      forgetMaster(run);
+      await elector.handOver();
+      run.status.steppedDown = true;
+      logger.info('handed the Lease over on request; not campaigning while the Lease names this Pod');
+      return undefined;
+    }
+    case 'master-exited':
+      await elector.release();
+      return masterExited(run, master);
+    case 'signal':
+      // Renewals go on while the master stops; should they fail meanwhile, it is killed at once.
+      void term.then((end) => (end === 'lost' || end === 'taken' ? master.signal('SIGKILL') : undefined));
+      await stopMaster(run, master, masterStopGraceMs);
+      await elector.release();
+      return 0;
+  }
 }
 
 /** Campaigns until this replica holds the Lease (true) or a shutdown signal arrives (false). */
 async function campaign(run: Run, elector: LeaderElector): Promise<boolean> {
   let campaigning = true;
   // The holder is only for the readiness reason, taken from the elector's own reads.
-  void (async () => {
-    while (campaigning) {
+  const timer = setInterval(
+    () => {
+      if (!campaigning) return;
       run.status.holder = elector.observedHolder ?? run.status.holder;
-      await sleep(Math.min(500, run.options.retryPeriodMs));
-    }
-  })();
-  const won = await Promise.race([elector.acquire(), run.shutdown.then(() => false)]);
-  campaigning = false;
-  return won;
-}
-
-/**
- * Resolves once a renewal read another holder: someone took the Lease while this replica led. Sooner
- * than the renew deadline, which only counts failed renewals.
- */
-async function otherHolder(elector: LeaderElector, identity: string, intervalMs: number) {
-  for (;;) {
-    await sleep(intervalMs);
-    const holder = elector.observedHolder;
-    if (holder && holder !== identity) return holder;
-  }
-}
-
-async function endLeadership(
-  run: Run,
-  ending: Ending,
-  master: Child,
-  elector: LeaderElector,
-  client: KubeClient,
-): Promise<number> {
-  const { logger } = run;
-  switch (ending) {
-    case 'lost':
-    case 'taken':
-      // Another replica may already serve: this master must not answer a single request more.
-      master.signal('SIGKILL');
-      await master.exited;
-      logger.error({ why: ending }, 'lost the Lease; killed mooncake_master');
-      return 1;
-    case 'master-exited':
-      await elector.release();
-      await setPodRole(client, run.pod, null, logger);
-      return masterExited(run, master);
-    case 'signal':
-      await stopMaster(run, master);
-      await elector.release();
-      await setPodRole(client, run.pod, null, logger);
-      return 0;
+      run.status.steppedDown = elector.observedAsked;
+    },
+    Math.min(500, run.options.retryPeriodMs),
+  );
+  try {
+    return await Promise.race([elector.acquire(), run.shutdown.then(() => false)]);
+  } finally {
+    campaigning = false;
+    clearInterval(timer);
   }
 }
 
@@ -196,10 +207,17 @@ function startMaster(run: Run): Child {
   return master;
 }
 
-async function stopMaster(run: Run, master: Child): Promise<void> {
+function forgetMaster(run: Run): void {
+  run.status.health?.stop();
+  run.status.health = undefined;
+  run.status.master = undefined;
+  run.status.phase = 'campaigning';
+}
+
+async function stopMaster(run: Run, master: Child, graceMs: number): Promise<void> {
   run.status.phase = 'stopping';
-  run.logger.info('stopping mooncake_master');
-  const exit = await master.stop(masterStopGraceMs);
+  run.logger.info({ graceMs: Math.round(graceMs) }, 'stopping mooncake_master');
+  const exit = await master.stop(graceMs);
   run.logger.info({ exit: describeExit(exit) }, 'mooncake_master stopped');
 }
 

@@ -5,6 +5,8 @@ import { StoreAdminClient } from '../store/admin-client.ts';
 import { parseHealth } from '../store/observe.ts';
 
 const pollIntervalMs = 500;
+// A new leader's master answers within a second or so: find out soon, as that ends a failover.
+const startingPollIntervalMs = 100;
 const requestTimeoutMs = 1000;
 export const freshForMs = 2000;
 
@@ -38,7 +40,7 @@ export class MasterHealth {
   async run(): Promise<void> {
     while (!this.stopped) {
       await this.pollOnce();
-      await sleep(pollIntervalMs);
+      await sleep(this.hasServed ? pollIntervalMs : startingPollIntervalMs);
     }
   }
 

@@ -3,8 +3,79 @@
 import { MemberGroup } from './kvcache-backend-members.ts';
 import { AtomicList, cel, EnvVar, MapList, StringEnum, Type } from './schema.ts';
 
+// The store's Lease timing (docs/store-program.md, "Lease timing"); kvpool-store's flags are rendered from it.
+const leaseTimingField = 'spec.connection.managed.leader.leaseTiming';
+const wholeSeconds = '^[1-9][0-9]{0,3}s$';
+const msOrSeconds = '^[1-9][0-9]{0,6}(ms|s)$';
+const LeaseDuration = (field: string, pattern: string, fallback: string, description: string) =>
+  Type.String({
+    maxLength: 9,
+    default: fallback,
+    description,
+    ...cel({
+      rule: `self.matches('${pattern}')`,
+      message:
+        pattern === wholeSeconds
+          ? `${leaseTimingField}.${field} must be whole seconds, for example ${fallback}: a Lease records its duration in seconds`
+          : `${leaseTimingField}.${field} must be a whole number of ms or s, for example ${fallback}`,
+    }),
+  });
+/** A CEL condition that holds when every named field is present and well formed. */
+const wellFormed = (...fields: [string, string][]) =>
+  fields.map(([f, pattern]) => `has(self.${f}) && self.${f}.matches('${pattern}')`).join(' && ');
+const LeaseTiming = Type.Object(
+  {
+    leaseDuration: Type.Optional(
+      LeaseDuration(
+        'leaseDuration',
+        wholeSeconds,
+        '8s',
+        'How long a Lease record stays valid to a standby after it last changed, in whole seconds (8s). Longer survives longer API-server outages; a hard-killed leader is replaced about this long after its last renewal. Defaults to 8s.',
+      ),
+    ),
+    renewDeadline: Type.Optional(
+      LeaseDuration(
+        'renewDeadline',
+        msOrSeconds,
+        '7s',
+        'How long after sending its last successful renewal a leader keeps its master; then it stops it and turns unready. At least 500ms below leaseDuration, so a standby can never take over while it still serves. Defaults to 7s.',
+      ),
+    ),
+    retryPeriod: Type.Optional(
+      LeaseDuration(
+        'retryPeriod',
+        msOrSeconds,
+        '250ms',
+        'How often the leader renews and a standby tries, in ms or s; at least 100ms and at most half of renewDeadline. Defaults to 250ms.',
+      ),
+    ),
+  },
+  {
+    description:
+      'The Lease timing of the election: which API-server outages the serving leader survives and how fast a standby replaces a dead one (docs/store-program.md has the measured table). Admission refuses unsafe sets. A change restarts the leader Pods.',
+    ...cel(
+      {
+        rule: `!(${wellFormed(['leaseDuration', wholeSeconds], ['renewDeadline', msOrSeconds])}) || duration(self.leaseDuration) - duration(self.renewDeadline) >= duration('500ms')`,
+        message: `${leaseTimingField}.renewDeadline must be at least 500ms below leaseDuration: a leader that cannot renew stops its master at the renew deadline, before a standby may take the Lease; for example leaseDuration 8s, renewDeadline 7s`,
+        fieldPath: '.renewDeadline',
+      },
+      {
+        rule: `!(${wellFormed(['renewDeadline', msOrSeconds], ['retryPeriod', msOrSeconds])}) || duration(self.renewDeadline) >= duration(self.retryPeriod) + duration(self.retryPeriod)`,
+        message: `${leaseTimingField}.retryPeriod must be at most half of renewDeadline, so the leader tries at least twice before it stops; for example renewDeadline 7s, retryPeriod 250ms`,
+        fieldPath: '.retryPeriod',
+      },
+      {
+        rule: `!(${wellFormed(['retryPeriod', msOrSeconds])}) || duration(self.retryPeriod) >= duration('100ms')`,
+        message: `${leaseTimingField}.retryPeriod must be at least 100ms: every retry is a request to the API server`,
+        fieldPath: '.retryPeriod',
+      },
+    ),
+  },
+);
+
 const Leader = Type.Object(
   {
+    leaseTiming: Type.Optional(LeaseTiming),
     replicas: Type.Optional(
       Type.Integer({
         format: 'int32',
@@ -59,12 +130,19 @@ const Leader = Type.Object(
   {
     description:
       'The leader (the Mooncake master): a Deployment and Service <name>-leader in the operator namespace. {} takes every default.',
-    ...cel({
-      rule: "!has(self.replicas) || self.replicas <= 1 || !has(self.electionBackend) || self.electionBackend == 'Kubernetes'",
-      message:
-        'spec.connection.managed.leader.replicas above 1 needs an election: set leader.electionBackend to Kubernetes, or leader.replicas to 1',
-      fieldPath: '.replicas',
-    }),
+    ...cel(
+      {
+        rule: "!has(self.replicas) || self.replicas <= 1 || !has(self.electionBackend) || self.electionBackend == 'Kubernetes'",
+        message:
+          'spec.connection.managed.leader.replicas above 1 needs an election: set leader.electionBackend to Kubernetes, or leader.replicas to 1',
+        fieldPath: '.replicas',
+      },
+      {
+        rule: "!has(self.leaseTiming) || !has(self.electionBackend) || self.electionBackend == 'Kubernetes'",
+        message: `${leaseTimingField} has no effect without an election: remove it, or set leader.electionBackend to Kubernetes`,
+        fieldPath: '.leaseTiming',
+      },
+    ),
   },
 );
 

@@ -105,13 +105,25 @@ export const KVCachePoolStatus = Type.Object(
     domains: Type.Optional(
       MapList(PoolDomain, ['name'], 1024, {
         description:
-          "The reuse domains of the pool's Bindings, by name; a name two Bindings claim is listed once.",
+          "The reuse domains of the pool's Bindings, by name; a name two Bindings claim is listed once. At most 1024 are listed; domainCount counts them all.",
+      }),
+    ),
+    domainCount: Type.Optional(
+      Type.Integer({
+        format: 'int32',
+        description: "How many reuse domains the pool's Bindings register, listed or not.",
       }),
     ),
     usedBy: Type.Optional(
       UsedBy(
-        'The KVCachePoolBindings that name this pool; while any remains, deletion waits (Releasable=False, HeldByBindings).',
+        'The KVCachePoolBindings that name this pool (at most 1024 listed; bindingCount counts them all); while any remains, deletion waits (Releasable=False, HeldByBindings).',
       ),
+    ),
+    bindingCount: Type.Optional(
+      Type.Integer({
+        format: 'int32',
+        description: 'How many KVCachePoolBindings name this pool, listed or not.',
+      }),
     ),
   },
   { description: 'What the operator last observed of the pool on its store.' },

@@ -3,6 +3,7 @@
 // Everything after `--` goes verbatim to mooncake_master (leader) or the member service (member).
 import { parseArgs } from 'node:util';
 import { type LeaseRef, parseLeaseRef } from '../agent/lease-address.ts';
+import { leaseTimingProblems, storeLeaseDefaults } from '../kube/lease-timing.ts';
 import { log } from '../kube/log.ts';
 
 const usage = `usage: kvpool-store <command> [flags] -- <store arguments>
@@ -12,7 +13,7 @@ const usage = `usage: kvpool-store <command> [flags] -- <store arguments>
       --probe-port=9004            /readyz and /healthz, on KUBERNETES_POD_IP
       --policy-seed=<file>         tenant policy to start from, when the file exists
       --policy-file=<file>         where the master reads its tenant policy (seeded before it starts)
-      --lease-duration-ms=15000 --renew-deadline-ms=10000 --retry-period-ms=1000
+      --lease-duration-ms=${storeLeaseDefaults.leaseDurationMs} --renew-deadline-ms=${storeLeaseDefaults.renewDeadlineMs} --retry-period-ms=${storeLeaseDefaults.retryPeriodMs}
   member -- <mc_store_rest_server arguments>
       MOONCAKE_MASTER=k8s://<namespace>/<lease> follows the Lease holder; any other value passes through`;
 
@@ -50,9 +51,9 @@ async function leader(flags: string[], masterArgs: string[]): Promise<number> {
       'probe-port': { type: 'string', default: '9004' },
       'policy-seed': { type: 'string' },
       'policy-file': { type: 'string' },
-      'lease-duration-ms': { type: 'string', default: '15000' },
-      'renew-deadline-ms': { type: 'string', default: '10000' },
-      'retry-period-ms': { type: 'string', default: '1000' },
+      'lease-duration-ms': { type: 'string', default: String(storeLeaseDefaults.leaseDurationMs) },
+      'renew-deadline-ms': { type: 'string', default: String(storeLeaseDefaults.renewDeadlineMs) },
+      'retry-period-ms': { type: 'string', default: String(storeLeaseDefaults.retryPeriodMs) },
     },
   });
   const election = values.election;
@@ -64,6 +65,17 @@ async function leader(flags: string[], masterArgs: string[]): Promise<number> {
       '--election=Kubernetes needs KUBERNETES_POD_IP: the Lease names <pod IP>:<rpc port>',
     );
   }
+  const timings = {
+    leaseDurationMs: positiveInt('lease-duration-ms', values['lease-duration-ms']),
+    renewDeadlineMs: positiveInt('renew-deadline-ms', values['renew-deadline-ms']),
+    retryPeriodMs: positiveInt('retry-period-ms', values['retry-period-ms']),
+  };
+  const problems = leaseTimingProblems(timings);
+  if (problems.length) {
+    throw new UsageError(
+      `--lease-duration-ms=${timings.leaseDurationMs} --renew-deadline-ms=${timings.renewDeadlineMs} --retry-period-ms=${timings.retryPeriodMs}: ${problems.join('; ')}`,
+    );
+  }
   const { runLeader } = await import('../agent/leader.ts');
   return runLeader({
     election,
@@ -71,9 +83,7 @@ async function leader(flags: string[], masterArgs: string[]): Promise<number> {
     probePort: positiveInt('probe-port', values['probe-port']),
     policySeed: values['policy-seed'],
     policyFile: values['policy-file'],
-    leaseDurationMs: positiveInt('lease-duration-ms', values['lease-duration-ms']),
-    renewDeadlineMs: positiveInt('renew-deadline-ms', values['renew-deadline-ms']),
-    retryPeriodMs: positiveInt('retry-period-ms', values['retry-period-ms']),
+    ...timings,
     masterArgs,
   });
 }

@@ -72,3 +72,24 @@ export async function applyStatus(
   });
   return true;
 }
+
+/**
+ * Runs independent writes of one pass `width` at a time (a pool's 1,500 Bindings one after another
+ * would take seconds). Every write is attempted; the first failure is thrown once all have settled.
+ */
+export async function eachWrite<T>(items: readonly T[], work: (item: T) => Promise<unknown>, width = 16) {
+  let next = 0;
+  let failure: { err: unknown } | undefined;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      try {
+        await work(item);
+      } catch (err) {
+        failure ??= { err };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
+  if (failure) throw failure.err;
+}

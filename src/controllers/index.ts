@@ -9,12 +9,15 @@ import { BackendReconciler } from './backend/reconciler.ts';
 import type { OperatorContext } from './context.ts';
 import { reportFigures } from './figure-metrics.ts';
 import { ModelDeploymentReconciler } from './modeldeployment/reconciler.ts';
+import { ReplicaReportWatcher } from './modeldeployment/replica-watcher.ts';
 import { PoolReconciler } from './pool/reconciler.ts';
 import { Settings } from './settings.ts';
 
 export interface OperatorOptions {
   namespace: string;
   storePollMs?: number;
+  /** How often ready engine replicas are asked what they report about the cache (default 5 s). */
+  replicaPollMs?: number;
   observeIntervalMs?: number;
   tierCleanupDeadlineMs?: number;
 }
@@ -27,6 +30,7 @@ export function buildContext(client: KubeClient, options: OperatorOptions): Oper
     informers,
     events: new EventRecorder(client, 'kvpool-operator'),
     store: new StoreWatcher(options.storePollMs ?? 1000),
+    replicas: new ReplicaReportWatcher(options.replicaPollMs ?? 5000),
     settings: new Settings(informers, options.namespace),
   };
 }

@@ -3,7 +3,7 @@
 import { type EngineFamily, engineDisplayNames, isVllmFamily } from './types.ts';
 
 /** Why a key is owned, which decides the way out a refusal names. */
-type Ownership = 'connector' | 'dtype' | 'blockSize';
+type Ownership = 'connector' | 'dtype' | 'blockSize' | 'configFile';
 
 interface OwnedFlag {
   flag: string;
@@ -56,6 +56,8 @@ const sglangEnv = [
 
 // Flags near the owned ones, so an abbreviation is refused only when the engine would expand it to ours.
 const vllmKnownFlags = [
+  '--config',
+  '--config-format',
   '--kv-cache-dtype',
   '--kv-cache-memory-bytes',
   '--kv-cache-metrics',
@@ -87,6 +89,7 @@ const vllmKnownFlags = [
   '--download-dir',
 ];
 const sglangKnownFlags = [
+  '--config',
   '--hicache-ratio',
   '--hicache-size',
   '--hicache-write-policy',
@@ -133,6 +136,8 @@ function ownedFlags(engine: EngineFamily, opts: Pick<OwnedKeyOptions, 'kvCache' 
         ? vllmConnectorFlags
         : sglangConnectorFlags;
   const flags: OwnedFlag[] = connector.map((flag) => ({ flag, ownership: 'connector' }));
+  // Both engines read more arguments from a --config file, where any owned flag could hide.
+  flags.push({ flag: '--config', ownership: 'configFile' });
   if (opts.kvCache && opts.dtypeOwned) flags.push({ flag: '--kv-cache-dtype', ownership: 'dtype' });
   if (opts.kvCache) flags.push({ flag: vllm ? '--block-size' : '--page-size', ownership: 'blockSize' });
   return flags;
@@ -178,6 +183,10 @@ function resolveOwned(engine: EngineFamily, key: string, owned: OwnedFlag[]): Ow
 }
 
 function wayOut(ownership: Ownership, flag: string, scope: OwnedKeyOptions['scope']): string {
+  if (ownership === 'configFile') {
+    const where = scope === 'pod' ? "the container's args" : 'extraArgs';
+    return `${flag} reads further arguments from a file, where a flag the operator owns could hide; pass those arguments in ${where} instead`;
+  }
   if (scope === 'pod') {
     if (ownership === 'dtype')
       return `${flag} is injected from the KVCachePoolBinding's spec.domain.dtype; remove it and name a Binding whose domain.dtype is the dtype you want`;

@@ -1,6 +1,7 @@
 // Kubernetes Events about objects (core/v1), repeated ones folded into a count as kubectl shows them.
 
 import type { KubeClient } from './client.ts';
+import { ApiError } from './errors.ts';
 import { log } from './log.ts';
 import type { KubeObject } from './object.ts';
 import { apiTime } from './time.ts';
@@ -26,12 +27,24 @@ export class EventRecorder {
     try {
       const seen = this.recent.get(key);
       if (seen) {
-        seen.count += 1;
-        await this.client.mergePatch(
-          { apiVersion: 'v1', kind: 'Event', namespace: seen.namespace, name: seen.name },
-          { count: seen.count, lastTimestamp: now },
-        );
-        return;
+        const folded = await this.client
+          .mergePatch(
+            { apiVersion: 'v1', kind: 'Event', namespace: seen.namespace, name: seen.name },
+            { count: seen.count + 1, lastTimestamp: now },
+          )
+          .then(
+            () => true,
+            (err: unknown) => {
+              // The apiserver expires events (an hour by default): a repeat then starts a new one.
+              if (err instanceof ApiError && err.isNotFound) return false;
+              throw err;
+            },
+          );
+        if (folded) {
+          seen.count += 1;
+          return;
+        }
+        this.recent.delete(key);
       }
       const created = await this.client.create<Event>({
         apiVersion: 'v1',

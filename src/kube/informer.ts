@@ -7,6 +7,7 @@ import { ApiError } from './errors.ts';
 import { log } from './log.ts';
 import { watchRestarts } from './metrics.ts';
 import type { KubeObject } from './object.ts';
+import { WatchLines } from './watch-lines.ts';
 
 export type InformerEvent = 'add' | 'update' | 'delete' | 'resync';
 export type InformerHandler<T> = (event: InformerEvent, obj: T, old?: T) => void;
@@ -231,18 +232,11 @@ export class Informer<T extends KubeObject = KubeObject> {
       }
       this.healthState.watching = true;
       this.healthState.lastError = undefined;
-      let buffered = '';
+      const lines = new WatchLines();
       for await (const chunk of res.body) {
         clearTimeout(idle);
         idle = setTimeout(() => this.abort?.abort(), idleLimitMs);
-        buffered += chunk.toString();
-        let nl = buffered.indexOf('\n');
-        while (nl >= 0) {
-          const line = buffered.slice(0, nl).trim();
-          buffered = buffered.slice(nl + 1);
-          if (line) this.apply(JSON.parse(line) as WatchEvent<T>);
-          nl = buffered.indexOf('\n');
-        }
+        for (const line of lines.push(chunk)) this.apply(JSON.parse(line) as WatchEvent<T>);
       }
     } finally {
       clearTimeout(idle);

@@ -1,10 +1,23 @@
 // Leader election on a coordination.k8s.io Lease with client-go's semantics: a candidate takes the
 // Lease only when its record has not changed, by the candidate's own clock, for leaseDuration (so
-// clock skew does not matter); the leader renews every retryPeriod and gives up when it could not
-// renew for renewDeadline; a graceful release empties the holder so a standby takes over at once.
+// clock skew does not matter); a graceful release empties the holder so a standby takes over at once.
+// A leader stops leading at renewDeadline after sending its last successful renewal, on its own
+// monotonic clock, whatever its calls are doing: every call is bounded by that moment, and a new
+// renewal starts every retry period even while an older one hangs. A renewal is one JSON patch that
+// tests the leader's own term. Timing rules: lease-timing.ts.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeClient } from './client.ts';
 import { ApiError } from './errors.ts';
+import {
+  attemptBudgetMs,
+  heldRecordExpired,
+  type LeaseTimings,
+  leaseFreshness,
+  leaseSeconds,
+  leaseTimingProblems,
+  nextRenewalDelayMs,
+  standDownAt,
+} from './lease-timing.ts';
 import { log } from './log.ts';
 import type { KubeObject } from './object.ts';
 import { microTime } from './time.ts';
@@ -19,45 +32,60 @@ export interface LeaseSpec {
 
 export type Lease = KubeObject & { spec?: LeaseSpec };
 
-export interface LeaderElectionOptions {
+export interface LeaderElectionOptions extends Partial<LeaseTimings> {
   namespace: string;
   name: string;
   identity: string;
-  leaseDurationMs?: number;
-  renewDeadlineMs?: number;
-  retryPeriodMs?: number;
+  /** Whether the Lease asks this candidate to step down: a leader ends its term, a candidate waits. */
+  askedToStepDown?: (lease: Lease) => boolean;
 }
 
-export const defaultTimings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+/** How a term ended: renewals failed until the deadline, another holder, asked to step down, or stop(). */
+export type TermEnd = 'lost' | 'taken' | 'asked' | 'stopped';
+
+type Outcome = 'leading' | 'held' | 'asked' | 'failed';
+
+export const defaultTimings: LeaseTimings = {
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 2_000,
+};
+const releaseBudgetMs = 2000;
+
+/**
+ * Names the candidates (Pod names, comma-separated) that must not lead: a named leader hands the Lease
+ * over, and a named candidate does not take it. Written by the operator for a rollout or a drain.
+ */
+export const stepDownAnnotation = 'kvcache.gpustack.ai/step-down';
+
+/** Whether `lease` asks the candidate running in Pod `podName` to step down (or stay down). */
+export function asksToStepDown(lease: Lease, podName: string | undefined): boolean {
+  const named = lease.metadata.annotations?.[stepDownAnnotation]?.split(',') ?? [];
+  return Boolean(podName) && named.includes(podName!);
+}
 
 export class LeaderElector {
   private readonly client: KubeClient;
-  private readonly options: Required<LeaderElectionOptions>;
+  private readonly options: Required<LeaseTimings> & LeaderElectionOptions;
+  private readonly timings: LeaseTimings;
+  private readonly stopping = new AbortController();
+  private readonly inFlight = new Set<Promise<Outcome>>();
   private observed: { record: string; at: number } | undefined;
   private lease: Lease | undefined;
   private holder: string | undefined;
+  private asked = false;
   private leading = false;
-  private stopped = false;
-  private attempt: Promise<boolean> = Promise.resolve(false);
+  private sentAt: number | undefined;
   private readonly logger;
 
   constructor(client: KubeClient, options: LeaderElectionOptions) {
     this.client = client;
     this.options = { ...defaultTimings, ...options };
     const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = this.options;
-    if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > 1.2 * retryPeriodMs)) {
-      throw new Error('leader election needs leaseDuration > renewDeadline > 1.2 × retryPeriod');
-    }
+    this.timings = { leaseDurationMs, renewDeadlineMs, retryPeriodMs };
+    const problems = leaseTimingProblems(this.timings);
+    if (problems.length) throw new Error(`leader election timing: ${problems.join('; ')}`);
     this.logger = log.child({ lease: `${options.namespace}/${options.name}`, identity: options.identity });
-  }
-
-  private get ref() {
-    return {
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      namespace: this.options.namespace,
-      name: this.options.name,
-    };
   }
 
   /** The holder the last attempt read (this candidate after a win), so callers need no Lease reads of their own. */
@@ -65,55 +93,117 @@ export class LeaderElector {
     return this.holder;
   }
 
+  /** Whether the last read Lease asked this candidate to step down (or stay down). */
+  get observedAsked(): boolean {
+    return this.asked;
+  }
+
+  /** The Lease's age and time left to lead on it, while leading; undefined otherwise. */
+  freshness(now = performance.now()) {
+    return this.leading && this.sentAt !== undefined
+      ? leaseFreshness(now, this.sentAt, this.timings)
+      : undefined;
+  }
+
   /** Campaigns until this candidate leads; resolves false if stop() came first. */
   async acquire(): Promise<boolean> {
     while (!this.stopped) {
-      if (await this.try()) {
+      const start = performance.now();
+      if ((await this.track(this.attempt(attemptBudgetMs(start, this.timings)))) === 'leading') {
         this.leading = true;
+        this.sentAt = start;
         this.logger.info('became leader');
         return true;
       }
-      await sleep(this.options.retryPeriodMs * (1 + Math.random() * 0.2));
+      await this.pause(this.options.retryPeriodMs * (1 + Math.random() * 0.2));
     }
     return false;
   }
 
-  /** Renews until a renewal fails for renewDeadline (resolves 'lost') or stop() (resolves 'stopped'). */
-  async renewUntilLost(): Promise<'lost' | 'stopped'> {
-    let lastRenew = performance.now();
-    while (!this.stopped) {
-      await sleep(this.options.retryPeriodMs);
-      if (this.stopped) break;
-      if (await this.try()) {
-        lastRenew = performance.now();
-      } else if (performance.now() - lastRenew > this.options.renewDeadlineMs) {
-        this.leading = false;
-        this.logger.error('could not renew the lease within the renew deadline; leadership lost');
-        return 'lost';
+  /**
+   * Leads after acquire(): a renewal starts every retry period, each bounded by the stand-down moment
+   * (the last successful renewal's send + renewDeadline); resolves when the term ends.
+   */
+  async lead(): Promise<TermEnd> {
+    let end: TermEnd | undefined;
+    let failing = false;
+    let wake = () => {};
+    const finish = (why: TermEnd) => {
+      end ??= why;
+      wake();
+    };
+    while (!end && !this.stopped) {
+      const now = performance.now();
+      const standDown = standDownAt(this.sentAt ?? now, this.timings);
+      if (now >= standDown) {
+        end = 'lost';
+        break;
       }
+      const budget = attemptBudgetMs(now, this.timings, standDown);
+      if (budget > 0) {
+        void this.track(this.attempt(budget)).then((outcome) => {
+          failing = outcome === 'failed';
+          if (outcome === 'leading') this.sentAt = Math.max(this.sentAt ?? now, now);
+          else if (outcome === 'held') finish('taken');
+          else if (outcome === 'asked') finish('asked');
+        });
+      }
+      // Until the next renewal is due, the stand-down moment, an outcome that ends the term, or stop().
+      await new Promise<void>((resolve) => {
+        const signal = this.stopping.signal;
+        const done = () => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          resolve();
+        };
+        const timer = setTimeout(done, Math.min(nextRenewalDelayMs(this.timings, failing), standDown - now));
+        signal.addEventListener('abort', done, { once: true });
+        wake = done;
+      });
     }
-    return 'stopped';
+    const why = end ?? 'stopped';
+    if (why !== 'stopped') {
+      this.leading = false;
+      this.logger.error({ why }, 'leadership ended');
+    }
+    return why;
   }
 
   /** Stops campaigning and renewing; a leader empties the holder so a standby takes over at once. */
   async release(): Promise<void> {
-    this.stopped = true;
-    // A renewal still in flight would overwrite the release: let it land first.
-    await this.attempt;
-    if (!this.leading || !this.lease) return;
+    this.stopping.abort();
+    const wasLeading = this.leading;
     this.leading = false;
-    const now = microTime();
+    // A renewal still in flight would overwrite the release: let it settle first.
+    await Promise.allSettled([...this.inFlight]);
+    if (wasLeading) await this.emptyHolder();
+  }
+
+  /** After a term ended with 'asked': empties the holder, so a standby takes over at once. */
+  async handOver(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+    await this.emptyHolder();
+  }
+
+  /** The moment the last term had to end by (performance.now() clock), to bound a graceful stop. */
+  get standDown(): number | undefined {
+    return this.sentAt === undefined ? undefined : standDownAt(this.sentAt, this.timings);
+  }
+
+  private async emptyHolder(): Promise<void> {
+    const signal = AbortSignal.timeout(releaseBudgetMs);
     try {
-      await this.client.replace<Lease>({
-        ...this.lease,
-        spec: {
-          ...this.lease.spec,
-          holderIdentity: '',
-          leaseDurationSeconds: 1,
-          renewTime: now,
-          acquireTime: now,
-        },
-      });
+      const current = await this.find(signal);
+      if (!current || current.spec?.holderIdentity !== this.options.identity) return;
+      const now = microTime();
+      const spec = {
+        ...current.spec,
+        holderIdentity: '',
+        leaseDurationSeconds: 1,
+        renewTime: now,
+        acquireTime: now,
+      };
+      await this.write('PUT', { ...current, spec }, signal);
       this.holder = '';
       this.logger.info('released the lease');
     } catch (err) {
@@ -121,62 +211,145 @@ export class LeaderElector {
     }
   }
 
-  private try(): Promise<boolean> {
-    this.attempt = this.tryAcquireOrRenew();
-    return this.attempt;
+  private get stopped(): boolean {
+    return this.stopping.signal.aborted;
   }
 
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  private async pause(ms: number): Promise<void> {
+    await sleep(ms, undefined, { signal: this.stopping.signal }).catch(() => {});
+  }
+
+  private track(attempt: Promise<Outcome>): Promise<Outcome> {
+    this.inFlight.add(attempt);
+    void attempt.finally(() => this.inFlight.delete(attempt));
+    return attempt;
+  }
+
+  private get path(): string {
+    const { namespace, name } = this.options;
+    return `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${name}`;
+  }
+
+  private async find(signal: AbortSignal): Promise<Lease | undefined> {
+    try {
+      return await this.client.request<Lease>('GET', this.path, { signal });
+    } catch (err) {
+      if (err instanceof ApiError && err.isNotFound) return undefined;
+      throw err;
+    }
+  }
+
+  private write(method: 'PUT' | 'POST', lease: Lease, signal: AbortSignal): Promise<Lease> {
+    const path = method === 'PUT' ? this.path : this.path.slice(0, this.path.lastIndexOf('/'));
+    return this.client.request<Lease>(method, path, { body: lease, signal });
+  }
+
+  /**
+   * A renewal in one request that holds only while this leader's term does (the holder and acquire
+   * time it wrote), whatever else changed meanwhile: an annotation, or a late copy of an earlier renewal.
+   */
+  private renew(lease: Lease, now: string, seconds: number, signal: AbortSignal): Promise<Lease> {
+    const ops = [
+      { op: 'test', path: '/spec/holderIdentity', value: this.options.identity },
+      { op: 'test', path: '/spec/acquireTime', value: lease.spec?.acquireTime },
+      { op: 'add', path: '/spec/renewTime', value: now },
+      { op: 'add', path: '/spec/leaseDurationSeconds', value: seconds },
+    ];
+    return this.client.request<Lease>('PATCH', this.path, {
+      body: ops,
+      contentType: 'application/json-patch+json',
+      signal,
+    });
+  }
+
+  /** One acquire-or-renew within `budgetMs`; the call is abandoned after it, or on stop(). */
+  private async attempt(budgetMs: number): Promise<Outcome> {
+    try {
+      const signal = AbortSignal.any([AbortSignal.timeout(Math.ceil(budgetMs)), this.stopping.signal]);
+      return await this.acquireOrRenew(signal);
+    } catch (err) {
+      if (!(err instanceof ApiError && (err.isConflict || err.isAlreadyExists)) && !this.stopped) {
+        this.logger.warn({ err: String(err) }, 'lease request failed');
+      }
+      return 'failed';
+    }
+  }
+
+  private async acquireOrRenew(signal: AbortSignal): Promise<Outcome> {
     const me = this.options.identity;
     const now = microTime();
-    const durationSeconds = Math.round(this.options.leaseDurationMs / 1000);
-    try {
-      const current = await this.client.find<Lease>(this.ref);
-      this.holder = current?.spec?.holderIdentity;
-      if (!current) {
-        this.lease = await this.client.create<Lease>({
-          ...this.ref,
+    const seconds = leaseSeconds(this.timings);
+    // A leader renews its term in one patch; when the term is not as it wrote it, it reads and decides.
+    if (this.leading && this.lease) {
+      try {
+        return this.took(await this.renew(this.lease, now, seconds, signal));
+      } catch (err) {
+        // The term is not as this leader last wrote it: read the Lease and decide.
+        if (!(err instanceof ApiError && (err.isInvalid || err.isConflict))) throw err;
+      }
+    }
+    const current = await this.find(signal);
+    this.holder = current?.spec?.holderIdentity;
+    if (!current) {
+      const created = await this.write(
+        'POST',
+        {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
           metadata: { name: this.options.name, namespace: this.options.namespace },
           spec: {
             holderIdentity: me,
-            leaseDurationSeconds: durationSeconds,
+            leaseDurationSeconds: seconds,
             acquireTime: now,
             renewTime: now,
             leaseTransitions: 0,
           },
-        } as Lease);
-        this.holder = me;
-        return true;
-      }
-      const spec = current.spec ?? {};
-      const record = JSON.stringify([
-        spec.holderIdentity,
-        spec.renewTime,
-        spec.acquireTime,
-        spec.leaseTransitions,
-      ]);
-      if (this.observed?.record !== record) this.observed = { record, at: performance.now() };
-      const held = Boolean(spec.holderIdentity) && spec.holderIdentity !== me;
-      const validForMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
-      if (held && performance.now() < this.observed.at + validForMs) return false;
-      const takingOver = spec.holderIdentity !== me;
-      this.lease = await this.client.replace<Lease>({
+        },
+        signal,
+      );
+      return this.took(created);
+    }
+    const spec = current.spec ?? {};
+    const record = JSON.stringify([
+      spec.holderIdentity,
+      spec.renewTime,
+      spec.acquireTime,
+      spec.leaseTransitions,
+    ]);
+    if (this.observed?.record !== record) this.observed = { record, at: performance.now() };
+    const mine = spec.holderIdentity === me;
+    this.asked = this.options.askedToStepDown?.(current) ?? false;
+    if (this.asked) return mine ? 'asked' : 'held';
+    const heldByOther = Boolean(spec.holderIdentity) && !mine;
+    if (heldByOther) {
+      const expired = heldRecordExpired(
+        performance.now(),
+        this.observed.at,
+        spec.leaseDurationSeconds ?? seconds,
+      );
+      if (this.leading || !expired) return 'held';
+    }
+    const taken = await this.write(
+      'PUT',
+      {
         ...current,
         spec: {
           holderIdentity: me,
-          leaseDurationSeconds: durationSeconds,
-          acquireTime: takingOver ? now : spec.acquireTime,
+          leaseDurationSeconds: seconds,
+          acquireTime: mine ? spec.acquireTime : now,
           renewTime: now,
-          leaseTransitions: (spec.leaseTransitions ?? 0) + (takingOver ? 1 : 0),
+          leaseTransitions: (spec.leaseTransitions ?? 0) + (mine ? 0 : 1),
         },
-      });
-      this.holder = me;
-      return true;
-    } catch (err) {
-      if (!(err instanceof ApiError && (err.isConflict || err.isAlreadyExists))) {
-        this.logger.warn({ err: String(err) }, 'lease request failed');
-      }
-      return false;
-    }
+      },
+      signal,
+    );
+    return this.took(taken);
+  }
+
+  private took(lease: Lease): Outcome {
+    this.lease = lease;
+    this.holder = this.options.identity;
+    this.asked = this.options.askedToStepDown?.(lease) ?? false;
+    return this.asked ? 'asked' : 'leading';
   }
 }

@@ -110,10 +110,10 @@ export class Manager {
       ?.refresh(true)
       .catch((err) => log.warn({ err: String(err) }, 'could not settle the webhook certificate'));
     this.startControllers();
-    const outcome = await elector.renewUntilLost();
+    const outcome = await elector.lead();
     this.isLeader = false;
     this.setLeaderStatus(0);
-    if (outcome === 'lost' && !this.shuttingDown) {
+    if (outcome !== 'stopped' && !this.shuttingDown) {
       log.error('lost the operator lease: stopping reconciles and exiting');
       await Promise.all(this.controllers.map((c) => c.stop()));
       (this.options.onLostLeadership ?? (() => process.exit(1)))();

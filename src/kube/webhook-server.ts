@@ -1,7 +1,9 @@
 // HTTPS server for admission webhooks (AdmissionReview v1). Each path has a handler that returns a
 // verdict; mutating handlers return a JSON Patch. The serving certificate can be swapped in place.
 
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
+import { formatQuantity } from '../api/readable-quantity.ts';
 import { closeServer, listen } from './listen.ts';
 import { log } from './log.ts';
 import { webhookInFlight, webhookLatency, webhookRequests } from './metrics.ts';
@@ -52,13 +54,41 @@ export function deny(message: string, code = 422): AdmissionVerdict {
   return { allowed: false, message, code, reason: 'Invalid' };
 }
 
+/** A review the server cannot judge: answered with a plain-text status, never handed to a handler. */
+export class UnreadableReview extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.name = 'UnreadableReview';
+    this.status = status;
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** What in a decoded request keeps a handler from judging it, if anything. */
+function missingPart(request: AdmissionRequest): string | undefined {
+  if (typeof request.operation !== 'string') return 'request.operation';
+  const needsObject = request.operation === 'CREATE' || request.operation === 'UPDATE';
+  if (needsObject && !isObject(request.object)) return 'request.object';
+  if (request.object !== undefined && !isObject(request.object?.metadata)) return 'request.object.metadata';
+  if (request.operation === 'UPDATE' && !isObject(request.oldObject)) return 'request.oldObject';
+  return undefined;
+}
+
 /** Turns a request body into the AdmissionReview response (pure, for fixture tests). */
 export async function review(body: unknown, handler: AdmissionHandler): Promise<Record<string, unknown>> {
-  const request = (body as { request?: AdmissionRequest }).request;
-  if (!request?.uid) throw new Error('not an AdmissionReview v1 request');
+  const request =
+    isObject(body) && isObject(body.request) ? (body.request as unknown as AdmissionRequest) : undefined;
+  if (typeof request?.uid !== 'string' || !request.uid)
+    throw new UnreadableReview(400, 'not an AdmissionReview v1 request: request.uid is missing');
   let verdict: AdmissionVerdict;
   try {
-    verdict = await handler(request);
+    const missing = missingPart(request);
+    verdict = missing
+      ? deny(`the AdmissionReview carries no ${missing} to judge; nothing was admitted`, 400)
+      : await handler(request);
   } catch (err) {
     log.error({ err: String(err), uid: request.uid }, 'admission handler failed');
     verdict = { allowed: false, code: 500, message: `internal error in the kvpool webhook: ${String(err)}` };
@@ -79,9 +109,17 @@ export async function review(body: unknown, handler: AdmissionHandler): Promise<
   return { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response };
 }
 
+/** The largest review read: an UPDATE carries two objects of at most the apiserver's 3 MiB request limit. */
+export const defaultMaxReviewBytes = 8 << 20;
+
 export class WebhookServer {
   private readonly handlers = new Map<string, AdmissionHandler>();
+  private readonly maxReviewBytes: number;
   private server: Server | undefined;
+
+  constructor(options: { maxReviewBytes?: number } = {}) {
+    this.maxReviewBytes = options.maxReviewBytes ?? defaultMaxReviewBytes;
+  }
 
   handle(path: string, handler: AdmissionHandler): this {
     this.handlers.set(path, handler);
@@ -96,26 +134,16 @@ export class WebhookServer {
         res.writeHead(404).end();
         return;
       }
-      // controller-runtime's webhook metrics, labelled by the webhook's path.
+      // controller-runtime's webhook metrics, labelled by the webhook's path, counted once answered.
       const started = performance.now();
       webhookInFlight.inc({ webhook });
-      const answered = (code: number) => {
+      res.once('close', () => {
+        const code = String(res.statusCode);
         webhookInFlight.dec({ webhook });
-        webhookRequests.inc({ webhook, code: String(code) });
-        webhookLatency.observe({ webhook, code: String(code) }, (performance.now() - started) / 1000);
-      };
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', async () => {
-        try {
-          const out = await review(JSON.parse(Buffer.concat(chunks).toString()), handler);
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
-          answered(200);
-        } catch (err) {
-          res.writeHead(400, { 'content-type': 'text/plain' }).end(String(err));
-          answered(400);
-        }
+        webhookRequests.inc({ webhook, code });
+        webhookLatency.observe({ webhook, code }, (performance.now() - started) / 1000);
       });
+      readReview(req, res, this.maxReviewBytes, handler);
     });
     const server = this.server;
     // The apiserver keeps idle connections for 90 s; closing ours first races its next request (a reset).
@@ -134,4 +162,52 @@ export class WebhookServer {
     if (!server) return;
     await closeServer(server);
   }
+}
+
+function answerPlain(res: ServerResponse, status: number, message: string): void {
+  if (res.headersSent) return;
+  res.writeHead(status, { 'content-type': 'text/plain', connection: 'close' }).end(message);
+}
+
+/** Reads at most `limit` bytes of a review, judges it, and answers; a client that goes away is dropped. */
+function readReview(req: IncomingMessage, res: ServerResponse, limit: number, handler: AdmissionHandler) {
+  const tooLarge = `the AdmissionReview is larger than the webhook reads (${formatQuantity(limit)}); nothing was admitted`;
+  req.on('error', () => req.destroy());
+  if (Number(req.headers['content-length'] ?? 0) > limit) {
+    answerPlain(res, 413, tooLarge);
+    req.resume();
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  req.on('data', (c: Buffer) => {
+    size += c.length;
+    if (size > limit) {
+      // Stop keeping the body; what is still on its way is read and dropped.
+      chunks.length = 0;
+      answerPlain(res, 413, tooLarge);
+      return;
+    }
+    chunks.push(c);
+  });
+  req.on('end', async () => {
+    if (size > limit) return;
+    let body: unknown;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch (err) {
+      answerPlain(res, 400, `the request body is not JSON: ${err instanceof Error ? err.message : err}`);
+      return;
+    }
+    try {
+      const out = await review(body, handler);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
+    } catch (err) {
+      answerPlain(
+        res,
+        err instanceof UnreadableReview ? err.status : 500,
+        String(err instanceof Error ? err.message : err),
+      );
+    }
+  });
 }

@@ -7,6 +7,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { buildImages } from '../../images/build.ts';
 import { corednsImage, pauseImage } from '../../images/recipes.ts';
+import { acceleratorGroupLabel, runtimeVersionLabel } from '../controllers/modeldeployment/runner-image.ts';
 import { KubeClient } from '../kube/client.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { awaitAdmissionInForce } from './admission-in-force.ts';
@@ -23,6 +24,11 @@ export const operatorNamespace = 'gpustack-system';
 export const localInstanceType = 'local-gpu';
 export const engineImageRepository = 'gpustack/runner';
 export const releaseName = 'kvpool';
+/** The local InstanceType's accelerator group, and the runtime its nodes report (a default image's tag). */
+const localAcceleratorLabels = {
+  [acceleratorGroupLabel('nvidia-local')]: 'true',
+  [runtimeVersionLabel('nvidia')]: '13.0',
+};
 
 export interface LocalClusterOptions {
   /** Where everything lives (`.kvpool` of the checkout for `npm start`). */
@@ -128,10 +134,13 @@ export class LocalCluster {
         },
       });
       client = await KubeClient.fromKubeconfigFile(cp.kubeconfigPath);
+      const names = Array.from({ length: options.nodes ?? 2 }, (_, i) => `kvpool-node-${i + 1}`);
       const nodes = new ClusterNodes({
         root,
-        names: Array.from({ length: options.nodes ?? 2 }, (_, i) => `kvpool-node-${i + 1}`),
-        labels: options.nodeLabels,
+        names,
+        labels: Object.fromEntries(
+          names.map((n) => [n, { ...localAcceleratorLabels, ...options.nodeLabels?.[n] }]),
+        ),
         network,
         server: cp.server,
         ca: cp.certificateAuthority,

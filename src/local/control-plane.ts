@@ -56,6 +56,8 @@ const controllerSet = [
   'root-ca-certificate-publisher-controller',
   'endpoints-controller',
   'endpointslice-controller',
+  // PodDisruptionBudget status, which the Eviction API decides on.
+  'disruption-controller',
 ];
 
 interface Files {
@@ -315,6 +317,14 @@ export class ControlPlane {
 
   async stopApiserver(): Promise<void> {
     await this.apiserver?.stop();
+  }
+
+  /**
+   * Stops (SIGSTOP) or resumes (SIGCONT) the API server's process: while stopped, connections are
+   * accepted by the kernel and calls hang, as with an overloaded or partitioned API server.
+   */
+  freezeApiserver(frozen: boolean): void {
+    this.apiserver?.signal(frozen ? 'SIGSTOP' : 'SIGCONT');
   }
 
   private async startControllers(): Promise<void> {

@@ -1,6 +1,8 @@
 // HTTP client for a Mooncake master's admin endpoint (:9003): health, metrics, segment listing and the
 // tenant-quota ledger. Each read has its own timeout; redirects are never followed; bodies are capped.
+
 import { request } from 'undici';
+import { formatQuantity } from '../api/readable-quantity.ts';
 
 export const adminTimeoutMs = 5000;
 const maxBodyBytes = 8 << 20;
@@ -50,7 +52,7 @@ export class StoreAdminClient {
     try {
       const res = await request(`http://${this.address}${path}`, {
         method,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
         headers: body === undefined ? {} : { 'content-type': 'application/json' },
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
@@ -59,16 +61,21 @@ export class StoreAdminClient {
       const length = Number(res.headers['content-length'] ?? 0);
       if (length > maxBodyBytes) {
         res.body.destroy();
-        throw new Error(`response of ${length} bytes is over the ${maxBodyBytes}-byte cap`);
+        throw new Error(
+          `response of ${formatQuantity(length)} is over the ${formatQuantity(maxBodyBytes)} cap`,
+        );
       }
+      // A character split across chunks is carried over, not replaced.
+      const decoder = new TextDecoder('utf-8');
       let text = '';
       for await (const chunk of res.body) {
-        text += chunk.toString();
+        text += decoder.decode(chunk, { stream: true });
         if (text.length > maxBodyBytes) {
           res.body.destroy();
-          throw new Error(`response is over the ${maxBodyBytes}-byte cap`);
+          throw new Error(`response is over the ${formatQuantity(maxBodyBytes)} cap`);
         }
       }
+      text += decoder.decode();
       return { status: res.statusCode, body: text };
     } catch (err) {
       throw new StoreUnreachable(this.address, err);

@@ -2,7 +2,7 @@
 // Every figure is kept as read; a figure the store did not report stays absent, never zero.
 import { formatQuantity } from '../api/readable-quantity.ts';
 import { failure, StoreAdminClient, StoreUnreachable } from './admin-client.ts';
-import { type Families, gauge, parsePrometheusText } from './prometheus.ts';
+import { type Families, gaugeBytes, parsePrometheusText } from './prometheus.ts';
 
 export type Reading<T> = { ok: true; value: T } | { ok: false; reason: string; message: string };
 
@@ -127,11 +127,8 @@ export interface Capacity {
  * external store). Undefined when a family it needs is missing.
  */
 export function capacityFrom(families: Families, includeFiles: boolean): Capacity | undefined {
-  const read = (name: string) => {
-    const v = gauge(families, name);
-    // A reading that is not a finite number is no reading.
-    return v !== undefined && Number.isFinite(v) ? BigInt(Math.trunc(v)) : undefined;
-  };
+  // Exact at any size; a reading that is not a finite number is no reading.
+  const read = (name: string) => gaugeBytes(families, name);
   const names = ['master_total_capacity_bytes', 'master_allocated_bytes'];
   if (includeFiles) names.push('master_total_file_capacity_bytes', 'master_allocated_file_size_bytes');
   const values = names.map(read);

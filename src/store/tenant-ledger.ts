@@ -4,11 +4,12 @@ import { failure, StoreAdminClient, StoreRequestFailed, StoreUnreachable } from 
 
 export interface LedgerEntry {
   tenant: string;
-  requestedBytes: number;
-  effectiveBytes?: number;
-  chargedBytes?: number;
+  requestedBytes: bigint;
+  effectiveBytes?: bigint;
+  chargedBytes?: bigint;
   overQuota?: boolean;
-  explicitPolicy: boolean;
+  /** Undefined when the master does not say; such an entry is never taken for this operator's. */
+  explicitPolicy?: boolean;
 }
 
 /** Why a ledger request failed, in the pool's reason vocabulary. */
@@ -58,21 +59,39 @@ export function classifyLedgerError(err: unknown): LedgerFailure {
 
 interface WireEntry {
   tenant_id: string;
-  requested_quota_bytes: number;
-  effective_quota_bytes?: number;
-  charged_bytes?: number;
+  requested_quota_bytes: number | bigint;
+  effective_quota_bytes?: number | bigint;
+  charged_bytes?: number | bigint;
   over_quota?: boolean;
   has_explicit_policy?: boolean;
+}
+
+const whole = (n: number | bigint | undefined) =>
+  n === undefined ? undefined : typeof n === 'bigint' ? n : BigInt(Math.trunc(n));
+
+/**
+ * Parses the master's JSON keeping every integer exact: a byte count above 2^53 would round as a
+ * JavaScript number, so integers read from their source text as bigints.
+ */
+export function parseExactJson(text: string): unknown {
+  return JSON.parse(text, (_key, value, context?: { source?: string }) =>
+    typeof value === 'number' &&
+    context?.source &&
+    /^-?\d+$/.test(context.source) &&
+    !Number.isSafeInteger(value)
+      ? BigInt(context.source)
+      : value,
+  );
 }
 
 function entryOf(w: WireEntry): LedgerEntry {
   return {
     tenant: w.tenant_id,
-    requestedBytes: w.requested_quota_bytes,
-    effectiveBytes: w.effective_quota_bytes,
-    chargedBytes: w.charged_bytes,
+    requestedBytes: whole(w.requested_quota_bytes) ?? 0n,
+    effectiveBytes: whole(w.effective_quota_bytes),
+    chargedBytes: whole(w.charged_bytes),
     overQuota: w.over_quota,
-    explicitPolicy: w.has_explicit_policy ?? true,
+    explicitPolicy: w.has_explicit_policy,
   };
 }
 
@@ -89,7 +108,7 @@ export class TenantLedger {
       const res = await this.client.call(method, path, body);
       if (method === 'DELETE' && res.status === 404) return undefined;
       if (res.status !== 200) throw failure(`${method} ${path}`, res);
-      return (JSON.parse(res.body) as { data?: unknown }).data;
+      return (parseExactJson(res.body) as { data?: unknown }).data;
     } catch (err) {
       throw new LedgerError(classifyLedgerError(err));
     }
@@ -101,7 +120,8 @@ export class TenantLedger {
 
   async put(tenant: string, requestedBytes: bigint): Promise<LedgerEntry> {
     return entryOf(
-      (await this.call('PUT', tenant, { requested_quota_bytes: Number(requestedBytes) })) as WireEntry,
+      // Written as the exact integer: JSON.stringify knows no bigint, and a number would round.
+      (await this.call('PUT', tenant, `{"requested_quota_bytes":${requestedBytes}}`)) as WireEntry,
     );
   }
 

@@ -1,11 +1,11 @@
 // Per-tenant figures from one /metrics scrape. The usage family changed name between store versions:
 // 0.3.13 reports bytes charged at write start (`_charged_bytes`), 0.3.12.post1 committed bytes (`_used_bytes`).
-import { byLabel, type Families, gauge } from './prometheus.ts';
+import { byLabel, byLabelBytes, type Families, gaugeBytes } from './prometheus.ts';
 
 export interface TenantFigures {
-  requestedBytes?: number;
-  effectiveBytes?: number;
-  usageBytes?: number;
+  requestedBytes?: bigint;
+  effectiveBytes?: bigint;
+  usageBytes?: bigint;
   /** The usage figure includes writes still in flight (0.3.13's charged-at-start shape). */
   usageIncludesInFlight: boolean;
   overQuota?: boolean;
@@ -15,10 +15,10 @@ export interface TenantFigures {
 const family = (suffix: string) => `mooncake_tenant_quota_${suffix}`;
 
 export function tenantFigures(families: Families): Map<string, TenantFigures> {
-  const requested = byLabel(families, family('requested_bytes'), 'tenant_id');
-  const effective = byLabel(families, family('effective_bytes'), 'tenant_id');
-  const charged = byLabel(families, family('charged_bytes'), 'tenant_id');
-  const used = byLabel(families, family('used_bytes'), 'tenant_id');
+  const requested = byLabelBytes(families, family('requested_bytes'), 'tenant_id');
+  const effective = byLabelBytes(families, family('effective_bytes'), 'tenant_id');
+  const charged = byLabelBytes(families, family('charged_bytes'), 'tenant_id');
+  const used = byLabelBytes(families, family('used_bytes'), 'tenant_id');
   const over = byLabel(families, family('over_quota'), 'tenant_id');
   const explicit = byLabel(families, family('explicit_policy'), 'tenant_id');
   const tenants = new Set([...requested.keys(), ...effective.keys(), ...charged.keys(), ...used.keys()]);
@@ -37,6 +37,6 @@ export function tenantFigures(families: Families): Map<string, TenantFigures> {
 }
 
 /** What the master can hand out to tenants at all; undefined when not reported. */
-export function allocatableBytes(families: Families): number | undefined {
-  return gauge(families, family('allocatable_capacity_bytes'));
+export function allocatableBytes(families: Families): bigint | undefined {
+  return gaugeBytes(families, family('allocatable_capacity_bytes'));
 }

@@ -38,7 +38,16 @@ const snapshot = fixedBy(
   'would let the leader restore a saved index whose entries can point at bytes another key now holds',
 );
 
+// gflags reads more flags from a file or from FLAGS_<name> variables: any flag refused here could hide there.
+const flagSource: Refusal = {
+  why: 'makes the leader read further flags from a file or the environment, where a flag the operator derives could hide',
+  fix: 'pass each flag as its own extraArgs entry instead',
+};
+
 const leaderRefusals = new Map<string, Refusal>([
+  ['flagfile', flagSource],
+  ['fromenv', flagSource],
+  ['tryfromenv', flagSource],
   ['rpc_port', fixedBy('is derived from the backend (the leader always serves RPC on 50051)')],
   ['metrics_port', fixedBy('is derived from the backend (the operator reads health and metrics on 9003)')],
   ['allocation_strategy', fromField('spec.connection.managed.leader.allocationStrategy')],
@@ -188,9 +197,22 @@ export function leaderEnvRefusals(env: readonly EnvVar[] | undefined, path: stri
   return envRefusals(env, path, (name) => leaderEnv.includes(name));
 }
 
+// A member given a config file reads every setting from it and none of the environment rendered for it.
+const memberConfigFile = 'MOONCAKE_CONFIG_PATH';
+
 /** Refusals for members[i].extraEnv names the operator renders (including every MOONCAKE_OFFLOAD_*). */
 export function memberEnvRefusals(env: readonly EnvVar[] | undefined, path: string): string[] {
-  return envRefusals(env, path, (name) => memberEnv.includes(name) || name.startsWith('MOONCAKE_OFFLOAD_'));
+  const configFile = (env ?? []).flatMap(({ name }, i) =>
+    name === memberConfigFile
+      ? [
+          `${path}[${i}].name: ${name} makes the member read its whole configuration from a file instead of the environment the operator renders from the backend's fields; remove this entry and set those fields (or members[].extraArgs) instead`,
+        ]
+      : [],
+  );
+  return [
+    ...configFile,
+    ...envRefusals(env, path, (name) => memberEnv.includes(name) || name.startsWith('MOONCAKE_OFFLOAD_')),
+  ];
 }
 
 function envRefusals(

@@ -2,11 +2,12 @@
 // §3.4). Pure: the handler passes the InstanceTypes and the protocols of the pool a new Binding uses.
 import type { InstanceType, ModelDeployment } from '../api/types.ts';
 import { engineFamily, isTakeOver } from '../controllers/modeldeployment/render-engine.ts';
+import { runnerImageRefusal } from '../controllers/modeldeployment/runner-image.ts';
 import { findOwnedKeyRefusals, flagValue } from '../inject/owned-keys.ts';
 import type { EngineFamily } from '../inject/types.ts';
 import { canonicalJson } from '../kube/canonical-json.ts';
 import type { AdmissionFindings } from './findings.ts';
-import { ascendMismatch } from './pod-injection-rules.ts';
+import { ascendMismatch } from './pod-injection-target.ts';
 
 export interface ModelDeploymentAdmissionContext {
   dtypeOwned: boolean;
@@ -68,6 +69,11 @@ function checkRole(
       `${field}: no image to run: set ${field}.image, spec.engine.image, or spec.engine.version (for example 0.29.0)`,
     );
   }
+  const untaggable = !role.image && !md.spec.engine.image && type ? runnerImageRefusal(type) : undefined;
+  if (untaggable)
+    f.errors.push(
+      `${field}.image: ${untaggable}, so no default image can be formed; set ${field}.image or spec.engine.image`,
+    );
   (role.env ?? []).forEach((e, j) => {
     if (reservedEnv.includes(e.name))
       f.errors.push(`${field}.env[${j}]: ${e.name} is reserved for the operator; remove it`);
@@ -88,6 +94,7 @@ function checkRole(
       `${field}.extraArgs: --served-model-name ${served} must equal spec.model.name (${md.spec.model.name}); remove it, the operator renders it`,
     );
   }
+  f.errors.push(...reservedPortRefusals(md, i, engine));
   const port = flagValue(engine, args, '--port');
   const declared = role.ports?.[0]?.port;
   if (port !== undefined && declared !== undefined && Number(port) !== declared) {
@@ -95,4 +102,30 @@ function checkRole(
       `${field}.extraArgs: --port ${port} differs from ${field}.ports[0].port (${declared}); set one port in ports and drop --port`,
     );
   }
+}
+
+// KV-cache spec §3.4: ports the engine's own Pod already uses for what the operator renders beside it.
+const kvEventPorts = [5557, 5558];
+const bootstrapPort = 8998;
+
+/** The ports a managed role would serve on that its engine needs for the cache's own traffic. */
+function reservedPortRefusals(md: ModelDeployment, i: number, engine: EngineFamily): string[] {
+  const role = md.spec.roles[i]!;
+  const field = `spec.roles[${i}]`;
+  const kinds = new Set(md.spec.roles.map((r) => r.kind ?? 'Server'));
+  const pair = kinds.has('Prefill') && kinds.has('Decode');
+  const reserved = new Map<number, string>();
+  if (md.spec.router?.name === 'llm-d-router' && engine !== 'sglang') {
+    for (const p of kvEventPorts)
+      reserved.set(p, 'the vLLM KV event publisher under llm-d-router (tcp://*:5557, replay tcp://*:5558)');
+  }
+  if (pair && role.kind === 'Prefill' && (md.spec.router || md.spec.kvCache))
+    reserved.set(bootstrapPort, 'the prefiller’s KV bootstrap port in a Prefill/Decode pair');
+  const used: [string, number][] = (role.ports ?? []).map((p, j) => [`${field}.ports[${j}].port`, p.port]);
+  const flag = flagValue(engine, role.extraArgs ?? [], '--port');
+  if (flag !== undefined) used.push([`${field}.extraArgs`, Number(flag)]);
+  return used.flatMap(([at, port]) => {
+    const why = reserved.get(port);
+    return why ? [`${at}: port ${port} is reserved for ${why}; serve on another port`] : [];
+  });
 }

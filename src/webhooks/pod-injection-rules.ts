@@ -1,174 +1,49 @@
 // The Pod injection contract (KV-cache spec §3.5, §6.1, §6.4): an opted-in Pod names its Binding and
 // engine; every refusal names the fix; an accepted Pod gets exactly what ModelDeployment roles get.
+// A Pod this webhook already injected (the apiserver calls it again after a later mutating webhook
+// changed the Pod) is left as it is, once its injection proves to be what would be written now.
 // Pure: the handler passes the Binding, pool and backend it found.
-import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
-import { effectiveProtocol, storeProtocol } from '../controllers/backend/effective-spec.ts';
-import { domainOf } from '../controllers/pool/plan.ts';
-import { injectCache } from '../inject/inject.ts';
+import { isDeepStrictEqual } from 'node:util';
+import { type InjectOutput, injectCache } from '../inject/inject.ts';
 import { argsForwardedAnnotation, recogniseLaunch } from '../inject/launch.ts';
 import { findOwnedKeyRefusals } from '../inject/owned-keys.ts';
 import {
-  type CacheConnection,
   type Container,
   clientConfigAnnotation,
   configMountPath,
   configVolumeName,
-  type EngineFamily,
   injectedAnnotation,
   injectLabel,
-  type Volume,
 } from '../inject/types.ts';
 import type { JsonPatchOp } from '../kube/webhook-server.ts';
+import { stripInjection } from './pod-injection-strip.ts';
+import {
+  ascendMismatch,
+  connect,
+  contractPrefix,
+  engineOf,
+  no,
+  type PodInjectionContext,
+  type PodLike,
+  type PodVerdict,
+  pickContainer,
+  podAnnotations,
+  userKeys,
+} from './pod-injection-target.ts';
 
-const prefix = 'kvcache.gpustack.ai/';
-export const podAnnotations = {
-  binding: `${prefix}binding`,
-  engine: `${prefix}engine`,
-  manufacturer: `${prefix}manufacturer`,
-  role: `${prefix}role`,
-  container: `${prefix}container`,
-} as const;
-const userKeys = new Set<string>([...Object.values(podAnnotations), argsForwardedAnnotation]);
+export {
+  ascendMismatch,
+  type PodInjectionContext,
+  type PodLike,
+  type PodVerdict,
+  podAnnotations,
+} from './pod-injection-target.ts';
 
-export interface PodLike {
-  metadata: {
-    name?: string;
-    generateName?: string;
-    namespace?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-  };
-  spec: { containers: Container[]; initContainers?: Container[]; volumes?: Volume[] };
-}
+type Attached = { ok: true; index: number; out: InjectOutput } | { ok: false; message: string };
 
-export interface PodInjectionContext {
-  binding?: KVCachePoolBinding;
-  pool?: KVCachePool;
-  backend?: KVCacheBackend;
-  dtypeOwned: boolean;
-}
-
-export type PodVerdict = { ok: true; patch: JsonPatchOp[] } | { ok: false; message: string };
-
-const no = (message: string): PodVerdict => ({ ok: false, message });
-
-function engineOf(a: Record<string, string>): { engine?: EngineFamily; refusal?: string } {
-  const engine = a[podAnnotations.engine];
-  const maker = a[podAnnotations.manufacturer];
-  if (engine === undefined)
-    return {
-      refusal: `metadata.annotations[${podAnnotations.engine}] is required: set it to vLLM or SGLang`,
-    };
-  if (maker !== undefined && maker !== 'ascend')
-    return {
-      refusal: `metadata.annotations[${podAnnotations.manufacturer}]: only "ascend" is known; remove it for other accelerators`,
-    };
-  if (/^vllm-ascend$/i.test(engine)) {
-    return {
-      refusal: `metadata.annotations[${podAnnotations.engine}]: write vLLM and set ${podAnnotations.manufacturer}: ascend for vLLM-Ascend`,
-    };
-  }
-  if (/^vllm$/i.test(engine)) return { engine: maker === 'ascend' ? 'vllm-ascend' : 'vllm' };
-  if (/^sglang$/i.test(engine)) {
-    if (maker)
-      return {
-        refusal: `metadata.annotations[${podAnnotations.manufacturer}] applies to vLLM only; remove it for SGLang`,
-      };
-    return { engine: 'sglang' };
-  }
-  return {
-    refusal: `metadata.annotations[${podAnnotations.engine}]: "${engine}" is not an engine this webhook configures; set vLLM or SGLang`,
-  };
-}
-
-function pickContainer(pod: PodLike, a: Record<string, string>): { index?: number; refusal?: string } {
-  const named = a[podAnnotations.container];
-  if (named === undefined) {
-    if (pod.spec.containers.length === 1) return { index: 0 };
-    return {
-      refusal: `metadata.annotations[${podAnnotations.container}] is required when a Pod has several containers: name the engine container`,
-    };
-  }
-  const index = pod.spec.containers.findIndex((c) => c.name === named);
-  if (index >= 0) return { index };
-  const init = pod.spec.initContainers?.some((c) => c.name === named);
-  return {
-    refusal: `metadata.annotations[${podAnnotations.container}]: ${named} ${init ? 'is an init container; name an app container' : 'is not a container of this Pod'}`,
-  };
-}
-
-/** The connection a Binding resolves to, or why the Pod cannot be attached. */
-function connect(
-  ctx: PodInjectionContext,
-  ns: string,
-  name: string,
-): { connection?: CacheConnection; refusal?: string } {
-  const b = ctx.binding;
-  if (!b)
-    return {
-      refusal: `KVCachePoolBinding ${name} does not exist in namespace ${ns}; ask an administrator for one, or fix ${podAnnotations.binding}`,
-    };
-  if (b.metadata.deletionTimestamp)
-    return { refusal: `KVCachePoolBinding ${ns}/${name} is being deleted; use another Binding` };
-  if (!ctx.pool)
-    return { refusal: `KVCachePool ${b.spec.poolRef.name} of Binding ${ns}/${name} does not exist` };
-  if (!ctx.backend) return { refusal: `the backend of pool ${ctx.pool.metadata.name} does not exist` };
-  const ledger = ctx.pool.status?.conditions?.find((c) => c.type === 'QuotaLedgerAvailable');
-  if (
-    !ledger ||
-    ledger.status === 'Unknown' ||
-    (ledger.status === 'False' && ledger.reason !== 'MultiTenancyDisabled')
-  ) {
-    const why = ledger ? `${ledger.reason}: ${ledger.message}` : 'not reported yet';
-    return {
-      refusal: `pool ${ctx.pool.metadata.name} cannot say whether its master keeps a tenant ledger (QuotaLedgerAvailable ${why}); retry once the pool is Ready`,
-    };
-  }
-  const endpoint = ctx.pool.status?.clientEndpoint;
-  if (!endpoint)
-    return {
-      refusal: `pool ${ctx.pool.metadata.name} publishes no clientEndpoint yet; retry once its backend is Ready`,
-    };
-  const groups = ctx.backend.spec.connection.managed?.members ?? [];
-  const protocols = [...new Set(groups.map((g) => storeProtocol(effectiveProtocol(ctx.backend!, g))))];
-  if (protocols.length > 1) {
-    return {
-      refusal: `pool ${ctx.pool.metadata.name} is served on several transports (${protocols.join(', ')}) and the engine cannot pick one; use a Binding on a single-transport pool`,
-    };
-  }
-  return {
-    connection: {
-      binding: name,
-      pool: ctx.pool.metadata.name!,
-      domain: { name: domainOf(b), blockSize: b.spec.domain.blockSize, dtype: b.spec.domain.dtype },
-      masterAddress: endpoint,
-      protocol: protocols[0] ?? storeProtocol(ctx.backend.spec.transport?.protocol ?? 'Auto'),
-      tenantInjected: ledger.status === 'True',
-    },
-  };
-}
-
-/** vLLM-Ascend reaches the store only over Ascend's transport (API `CANN`, store spelling `ascend`). */
-export function ascendMismatch(engine: EngineFamily, protocol: string): string | undefined {
-  if (engine !== 'vllm-ascend' || protocol === 'ascend') return undefined;
-  return `vLLM-Ascend needs the pool's store on the ascend transport, but it runs ${protocol}; use a pool whose backend sets transport.protocol: CANN`;
-}
-
-function escapePointer(key: string): string {
-  return key.replaceAll('~', '~0').replaceAll('/', '~1');
-}
-
-export function planPodInjection(pod: PodLike, ctx: PodInjectionContext): PodVerdict {
+/** Every check of the contract on a Pod without the webhook's own keys, then the injection itself. */
+function attachPod(pod: PodLike, ctx: PodInjectionContext, injected?: number): Attached {
   const a = pod.metadata.annotations ?? {};
-  for (const key of Object.keys(a)) {
-    if (!key.startsWith(prefix)) continue;
-    if (key === clientConfigAnnotation || key === injectedAnnotation)
-      return no(`metadata.annotations[${key}] is written by the injection webhook; remove it`);
-    if (!userKeys.has(key))
-      return no(
-        `metadata.annotations[${key}] is not part of the injection contract (the domain comes from the Binding); remove it`,
-      );
-  }
   const binding = a[podAnnotations.binding];
   if (!binding)
     return no(
@@ -186,7 +61,8 @@ export function planPodInjection(pod: PodLike, ctx: PodInjectionContext): PodVer
       `metadata.annotations[${podAnnotations.role}]: "${role}" is not a role; use Prefill or Decode, or omit it for a plain server`,
     );
   }
-  const { index, refusal: containerRefusal } = pickContainer(pod, a);
+  const { index, refusal: containerRefusal } =
+    injected === undefined ? pickContainer(pod, a) : { index: injected, refusal: undefined };
   if (index === undefined) return no(containerRefusal!);
   const container = pod.spec.containers[index]!;
   const field = `spec.containers[${index}]`;
@@ -229,6 +105,15 @@ export function planPodInjection(pod: PodLike, ctx: PodInjectionContext): PodVer
     placement: 'args',
     launch: { program: launch.program, argsForwarded: forwarded },
   });
+  return { ok: true, index, out };
+}
+
+function escapePointer(key: string): string {
+  return key.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+function patchOf(pod: PodLike, index: number, out: InjectOutput): JsonPatchOp[] {
+  const a = pod.metadata.annotations ?? {};
   const patch: JsonPatchOp[] = [{ op: 'replace', path: `/spec/containers/${index}`, value: out.container }];
   if (out.volumes.length)
     patch.push({ op: pod.spec.volumes ? 'replace' : 'add', path: '/spec/volumes', value: out.volumes });
@@ -245,7 +130,69 @@ export function planPodInjection(pod: PodLike, ctx: PodInjectionContext): PodVer
         });
     }
   }
-  return { ok: true, patch };
+  return patch;
+}
+
+export function planPodInjection(pod: PodLike, ctx: PodInjectionContext): PodVerdict {
+  const a = pod.metadata.annotations ?? {};
+  if (a[injectedAnnotation] !== undefined) return judgeInjected(pod, ctx);
+  for (const key of Object.keys(a)) {
+    if (!key.startsWith(contractPrefix)) continue;
+    if (key === clientConfigAnnotation)
+      return no(`metadata.annotations[${key}] is written by the injection webhook; remove it`);
+    if (!userKeys.has(key))
+      return no(
+        `metadata.annotations[${key}] is not part of the injection contract (the domain comes from the Binding); remove it`,
+      );
+  }
+  const attached = attachPod(pod, ctx);
+  return attached.ok ? { ok: true, patch: patchOf(pod, attached.index, attached.out) } : attached;
+}
+
+const alteredFix =
+  'the injection webhook writes it, and this Pod does not carry what it writes: remove it (and the keys it added) and let the webhook inject the Pod';
+
+/**
+ * A Pod carrying the injection record: the webhook's own earlier work (a re-invocation, or a Pod copied
+ * from an injected one). It is admitted unchanged only when taking the injection off and injecting again
+ * gives back exactly this Pod; anything else is refused, so a Pod is never injected twice.
+ */
+function judgeInjected(pod: PodLike, ctx: PodInjectionContext): PodVerdict {
+  const a = pod.metadata.annotations ?? {};
+  const refuse = (why: string) => no(`metadata.annotations[${injectedAnnotation}]: ${why}; ${alteredFix}`);
+  for (const key of Object.keys(a)) {
+    if (
+      key.startsWith(contractPrefix) &&
+      !userKeys.has(key) &&
+      key !== clientConfigAnnotation &&
+      key !== injectedAnnotation
+    )
+      return no(
+        `metadata.annotations[${key}] is not part of the injection contract (the domain comes from the Binding); remove it`,
+      );
+  }
+  const stripped = stripInjection(pod, ctx);
+  if (!stripped.ok) return refuse(stripped.why);
+  const again = attachPod(stripped.pod, ctx, stripped.index);
+  if (!again.ok) return again;
+  const now = pod.spec.containers[again.index]!;
+  const redone: Container = again.out.container;
+  const flags = (redone.args ?? []).slice(stripped.argsBefore.length);
+  if (!isDeepStrictEqual(flags, stripped.flags))
+    return refuse('the injected flags differ from the Binding’s');
+  const envNames = new Set((now.env ?? []).map((e) => e.name));
+  if ((redone.env ?? []).some((e) => !envNames.has(e.name)))
+    return refuse('an injected environment variable is missing');
+  if (a[clientConfigAnnotation] !== again.out.annotations[clientConfigAnnotation])
+    return refuse(`${clientConfigAnnotation} differs from what the Binding gives`);
+  let record: unknown;
+  try {
+    record = JSON.parse(a[injectedAnnotation]!);
+  } catch {
+    return refuse('it is not the JSON record the webhook writes');
+  }
+  if (!isDeepStrictEqual(record, again.out.record)) return refuse('the record differs from the Binding’s');
+  return { ok: true, patch: [] };
 }
 
 /** The opt-in label and the two written annotations are fixed once a Pod exists. */

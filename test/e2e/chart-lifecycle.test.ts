@@ -69,13 +69,30 @@ headers:{Authorization:'Bearer '+fs.readFileSync(d+'token','utf8')}},r=>{console
     assert.equal(status.trim(), '403');
   });
 
-  it('runs Step 1 in the operator’s namespace and keeps a key there', async () => {
+  it('runs Steps 1 and 2 with the store in the operator’s namespace, and keeps a key there', async () => {
     await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-1-store.yaml'));
     const row = await eventually('kubectl get kvcb shows Ready with 16Gi', async () => {
       const out = await e.kubectl(['get', 'kvcb', 'mooncake-dram', '--no-headers']);
       return /\sReady\s.*\s16Gi\s/.test(out) ? out : undefined;
     });
     assert.match(row, /mooncake-dram-leader\.kvpool-system\.svc:50051/);
+    await e.kubectl(['create', 'namespace', 'team-a']);
+    await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-2-pool-binding.yaml'));
+    await eventually(
+      'the Binding Ready with its grant (the domain is registered on the master)',
+      async () => {
+        const out = await e.kubectl([
+          '-n',
+          'team-a',
+          'get',
+          'kvcpb',
+          'team-a',
+          '-o',
+          'jsonpath={.status.phase}',
+        ]);
+        return out === 'Ready' ? true : undefined;
+      },
+    );
     assert.deepEqual(await store('put', 'before-upgrade'), [{ rc: 0 }]);
   });
 
@@ -118,8 +135,6 @@ headers:{Authorization:'Bearer '+fs.readFileSync(d+'token','utf8')}},r=>{console
   });
 
   it('helm uninstall: no webhook in the way, every object released with an Event, a namespace deletes', async () => {
-    await e.kubectl(['create', 'namespace', 'team-a']);
-    await e.kubectl(['apply', '--server-side', '-f', '-'], seedText('step-2-pool-binding.yaml'));
     await eventually('the Binding held by kvpool’s finalizer', async () => {
       const out = await e.kubectl([
         '-n',

@@ -135,6 +135,24 @@ describe('the walkthrough store on the local cluster', () => {
 
   it('fails over when the serving leader Pod is deleted: a standby serves, members remount, the cache is cold', async () => {
     const old = (await serving())!;
+    // A tenant someone else registers through the admin API survives the failover: the seed merges it.
+    const put = await fetch(`http://${old.status!.podIP}:9003/api/v1/tenant_quotas?tenant_id=someone-else`, {
+      method: 'PUT',
+      body: JSON.stringify({ requested_quota_bytes: 4194304 }),
+    });
+    assert.equal(put.status, 200, await put.text());
+    await eventually('the seed policy to carry the other tenant', async () => {
+      const seed = await e.kubectl([
+        '-n',
+        ns,
+        'get',
+        'configmap',
+        'mooncake-dram-tenant-quota-policy',
+        '-o',
+        'jsonpath={.data.tenant-quota-policy\\.yaml}',
+      ]);
+      return seed.includes('someone-else') ? true : undefined;
+    });
     const t0 = performance.now();
     await e.kubectl(['-n', ns, 'delete', 'pod', old.metadata.name!, '--wait=false']);
     const ms = await readyAgain(t0, old.status!.podIP!);
@@ -142,6 +160,14 @@ describe('the walkthrough store on the local cluster', () => {
     await poolAndBindingReady();
     const ip = (await serving())!.status!.podIP!;
     assert.notEqual(ip, old.status!.podIP);
+    const tenants = (await (await fetch(`http://${ip}:9003/api/v1/tenant_quotas`)).json()) as {
+      data: { tenant_id: string; requested_quota_bytes: number }[];
+    };
+    assert.deepEqual(
+      tenants.data.find((t) => t.tenant_id === 'someone-else')?.requested_quota_bytes,
+      4194304,
+      'the new leader starts with the tenant someone else registered',
+    );
     const handover = await eventually(
       'a KVCacheLeaderHandover event',
       async () => {

@@ -1,6 +1,7 @@
 // A managed backend on a real control plane with kube-controller-manager and kube-scheduler: every
 // rendered object exists with its fields, the Deployment and DaemonSet controllers act on them, a
-// node-selector edit keeps the members, an image edit recreates them, and HA keeps the first leader.
+// node-selector edit keeps the members, an image edit recreates them one at a time, and HA keeps the
+// first leader.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCacheBackend } from '../../src/api/types.ts';
@@ -84,7 +85,10 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
       get('Deployment', 'mooncake-dram-leader').catch(() => undefined),
     );
     assert.equal(deploy.spec.replicas, 1);
-    assert.equal(deploy.spec.strategy.type, 'Recreate');
+    assert.deepEqual(deploy.spec.strategy, {
+      type: 'RollingUpdate',
+      rollingUpdate: { maxSurge: 1, maxUnavailable: 0 },
+    });
     const leader = deploy.spec.template.spec.containers[0];
     assert.deepEqual(leader.command, ['kvpool-store']);
     assert.ok(
@@ -94,10 +98,13 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
     const svc = await get('Service', 'mooncake-dram-leader', 'v1');
     assert.deepEqual(
       svc.spec.ports.map((p: { name: string; port: number }) => [p.name, p.port]),
-      [
-        ['rpc', 50051],
-        ['admin', 9003],
-      ],
+      [['rpc', 50051]],
+      'engines reach the RPC port alone',
+    );
+    const admin = await get('Service', 'mooncake-dram-admin', 'v1');
+    assert.deepEqual(
+      admin.spec.ports.map((p: { name: string; port: number }) => [p.name, p.port]),
+      [['admin', 9003]],
     );
     const role = await cluster.client.get<KubeObject & { rules: { resources: string[]; verbs: string[] }[] }>(
       {
@@ -107,12 +114,23 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
         name: 'mooncake-dram-leader',
       },
     );
-    assert.deepEqual(role.rules.find((r) => r.resources.includes('leases'))?.verbs, [
-      'create',
-      'get',
-      'update',
+    assert.deepEqual(role.rules, [
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: ['mooncake-dram-leader'],
+        verbs: ['get', 'update'],
+      },
     ]);
-    await get('RoleBinding', 'mooncake-dram-member', 'rbac.authorization.k8s.io/v1');
+    const lease = await get('Lease', 'mooncake-dram-leader', 'coordination.k8s.io/v1');
+    assert.equal(
+      lease.metadata.ownerReferences?.[0]?.kind,
+      'KVCacheBackend',
+      'the operator creates the Lease',
+    );
+    for (const policy of ['mooncake-dram-leader', 'mooncake-dram-member', 'mooncake-dram-tier-cleanup'])
+      await get('NetworkPolicy', policy, 'networking.k8s.io/v1');
+    await get('PodDisruptionBudget', 'mooncake-dram-leader', 'policy/v1');
     // The DaemonSets are the last children applied, a moment after the Deployment.
     const ds = await until('the member DaemonSet', () =>
       get('DaemonSet', 'mooncake-dram-member-0').catch(() => undefined),
@@ -183,7 +201,7 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
       return d.spec.replicas === 3 ? d : undefined;
     });
     assert.equal(deploy.spec.strategy.type, 'RollingUpdate');
-    assert.deepEqual(deploy.spec.strategy.rollingUpdate, { maxSurge: 1, maxUnavailable: 3 });
+    assert.deepEqual(deploy.spec.strategy.rollingUpdate, { maxSurge: 1, maxUnavailable: 2 });
     assert.equal(deploy.spec.progressDeadlineSeconds, 2147483647);
     const leaders = await until('three leader Pods', async () => {
       const p = await pods('leader');
@@ -194,7 +212,7 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
       'the first leader Pod is kept',
     );
   });
-  it('recreates the member Pods when the image changes (the hash moves)', async () => {
+  it('recreates one member Pod when the image changes, and waits for it before the next', async () => {
     const before = await get('DaemonSet', 'mooncake-dram-member-0');
     const old = new Set((await pods('member-0')).map((p) => p.metadata.uid));
     await editBackend((b) => {
@@ -208,10 +226,26 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
         : undefined;
     });
     assert.equal(after.spec.template.spec.containers[0].image, 'registry.example.com/kvpool-store:2.0');
-    // No kubelet runs here to finish a Pod's termination: the operator's part is deleting the old ones.
-    await until('every old member Pod deleted by the operator', async () => {
-      const stale = (await pods('member-0')).filter((p) => old.has(p.metadata.uid));
-      return stale.length > 0 && stale.every((p) => p.metadata.deletionTimestamp) ? true : undefined;
+    // No kubelet runs here to finish a Pod's termination, so the first replacement never comes: the
+    // operator says it waits, and the other member stays.
+    const waiting = await until('the operator to report that it waits on the first member', async () => {
+      const b = await cluster.client.get<KVCacheBackend>({
+        apiVersion: 'worker.gpustack.ai/v1',
+        kind: 'KVCacheBackend',
+        name: 'mooncake-dram',
+      });
+      const c = b.status?.conditions?.find((x) => x.type === 'RolloutComplete');
+      return c?.status === 'False' &&
+        /member Pods run the current template; waiting for \S+ on node-\w to stop$/.test(c.message)
+        ? c
+        : undefined;
     });
+    const stale = (await pods('member-0')).filter((p) => old.has(p.metadata.uid));
+    assert.equal(
+      stale.filter((p) => p.metadata.deletionTimestamp).length,
+      1,
+      `one deleted: ${waiting.message}`,
+    );
+    assert.equal(stale.filter((p) => !p.metadata.deletionTimestamp).length, 1, 'the other member is kept');
   });
 });

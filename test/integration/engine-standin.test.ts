@@ -116,8 +116,8 @@ async function startSglang(name: string, injected: InjectedStore): Promise<Engin
   );
 }
 
-async function tenantUsage(tenant: string): Promise<number> {
-  return tenantFigures(parsePrometheusText(await store.metrics())).get(tenant)?.usageBytes ?? 0;
+async function tenantUsage(tenant: string): Promise<bigint> {
+  return tenantFigures(parsePrometheusText(await store.metrics())).get(tenant)?.usageBytes ?? 0n;
 }
 
 async function storeOps(standin: EngineStandin, op: string, result: string): Promise<number | undefined> {
@@ -164,7 +164,7 @@ describe('engine stand-in against a real multi-tenant Mooncake master', () => {
       assert.ok(loadsMooncakeClient(first), 'a replica with the connector runs the Mooncake client');
       const usageAfter = await tenantUsage('team-a');
       assert.ok(
-        usageAfter - usageBefore >= 4 * blockBytes,
+        usageAfter - usageBefore >= BigInt(4 * blockBytes),
         `team-a is charged for 4 blocks of ${blockBytes} bytes: ${usageBefore} → ${usageAfter}`,
       );
 

@@ -1,6 +1,6 @@
 // The engine stand-in (engine-standin/) as a process: started from a container's real argv
 // (`vllm serve …` or `python3 -m sglang.launch_server …`) with the Mooncake venv's python3 first on
-// PATH, as the local node agent runs it; then /health, /v1/completions and /metrics.
+// PATH, as the engine stand-in image runs it; then /health, /v1/completions and /metrics.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Exit, type ManagedProcess, startProcess } from '../../src/local/processes.ts';

@@ -1,7 +1,7 @@
 // The embedded local cluster for end-to-end tests: its own root, kubectl against it, and waits on
 // what users read (kubectl output and status).
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -21,20 +21,21 @@ export async function startE2ECluster(options: Omit<LocalClusterOptions, 'root'>
   const root = mkdtempSync(join(tmpdir(), 'kvpool-e2e-'));
   const cluster = await LocalCluster.start({ root, ...options });
   const run = promisify(execFile);
+  const kubectl = async (args: string[], input?: string) => {
+    const child = run(kubeBinary('kubectl'), ['--kubeconfig', cluster.kubeconfigPath, ...args], {
+      maxBuffer: 16 << 20,
+    });
+    child.child.stdin?.end(input ?? '');
+    try {
+      return (await child).stdout;
+    } catch (err) {
+      const e = err as { stderr?: string; message: string };
+      throw new Error(e.stderr?.trim() || e.message);
+    }
+  };
   return {
     cluster,
-    async kubectl(args, input) {
-      const child = run(kubeBinary('kubectl'), ['--kubeconfig', cluster.kubeconfigPath, ...args], {
-        maxBuffer: 16 << 20,
-      });
-      child.child.stdin?.end(input ?? '');
-      try {
-        return (await child).stdout;
-      } catch (err) {
-        const e = err as { stderr?: string; message: string };
-        throw new Error(e.stderr?.trim() || e.message);
-      }
-    },
+    kubectl,
     backend: (name) =>
       cluster.client.get<KVCacheBackend>({
         apiVersion: 'worker.gpustack.ai/v1',
@@ -42,6 +43,7 @@ export async function startE2ECluster(options: Omit<LocalClusterOptions, 'root'>
         name,
       }),
     async stop() {
+      await saveDiagnostics(cluster, kubectl).catch(() => undefined);
       await cluster.stop();
       rmSync(root, { recursive: true, force: true });
     },
@@ -62,4 +64,33 @@ export function eventually<T>(
   timeoutMs = 60_000,
 ): Promise<T> {
   return waitFor(probe, { what, timeoutMs, intervalMs: 100 });
+}
+
+/**
+ * What a failed end-to-end test needs to be understood after its cluster is gone: every Pod, every
+ * Event, and the logs (previous runs included) of the operator's and the store's Pods. Written for
+ * each test file's cluster, over the last run's, under <tmp>/kvpool-e2e-diagnostics/<test file>.
+ */
+async function saveDiagnostics(cluster: LocalCluster, kubectl: (args: string[]) => Promise<string>) {
+  const file = (process.argv[1] ?? 'e2e')
+    .split('/')
+    .at(-1)!
+    .replace(/\.test\.ts$/, '');
+  const dir = join(tmpdir(), 'kvpool-e2e-diagnostics', file);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const save = async (name: string, args: string[]) =>
+    writeFileSync(join(dir, name), await kubectl(args).catch((err: Error) => err.message));
+  await save('pods.txt', ['get', 'pods', '-A', '-o', 'wide']);
+  await save('events.txt', ['get', 'events', '-A', '--sort-by=.lastTimestamp']);
+  for (const ns of new Set([cluster.namespace, 'gpustack-system'])) {
+    const pods = (await kubectl(['-n', ns, 'get', 'pods', '-o', 'name']).catch(() => ''))
+      .split('\n')
+      .filter(Boolean);
+    for (const pod of pods) {
+      const name = pod.replace('pod/', '');
+      await save(`${ns}_${name}.log`, ['-n', ns, 'logs', name, '--all-containers', '--timestamps']);
+      await save(`${ns}_${name}.previous.log`, ['-n', ns, 'logs', name, '--all-containers', '--previous']);
+    }
+  }
 }

@@ -63,6 +63,7 @@ export async function startOperatorInProcess(
       namespace,
       identity: options.identity ?? 'test',
       storePollMs: options.storePollMs ?? 200,
+      replicaPollMs: 200,
       ...(options.leaderElection
         ? {
             leaderElection: {

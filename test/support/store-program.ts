@@ -2,7 +2,6 @@
 // the real Mooncake binaries, each "Pod" on its own loopback address, as the store image would run it.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { type ManagedProcess, startProcess } from '../../src/local/processes.ts';
 import { mooncakeVenv, projectRoot } from '../../src/local/toolchain.ts';
@@ -46,26 +45,6 @@ function podEnv(pod: StorePod, extra: Record<string, string> = {}): NodeJS.Proce
   };
 }
 
-/** A Pod object for the process to label; no kubelet runs it. */
-export async function createPodObject(client: KubeClient, pod: StorePod): Promise<void> {
-  await client.create({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name: pod.name, namespace: pod.namespace },
-    spec: { containers: [{ name: 'store', image: 'kvpool-store:test' }] },
-  } as KubeObject);
-}
-
-export async function podLabels(client: KubeClient, pod: StorePod): Promise<Record<string, string>> {
-  const object = await client.get({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    namespace: pod.namespace,
-    name: pod.name,
-  });
-  return object.metadata.labels ?? {};
-}
-
 export interface LeaderStart {
   pod: StorePod;
   /** kvpool-store's own flags (election, lease, policy, timings); the probe port is added. */
@@ -73,6 +52,8 @@ export interface LeaderStart {
   /** Extra mooncake_master flags after the addresses and ports. */
   masterArgs?: string[];
   logDir: string;
+  /** The kubeconfig the process reaches the API with (a relay's, to inject an outage); the test cluster's by default. */
+  kubeconfig?: string;
 }
 
 export async function startStoreLeader(options: LeaderStart): Promise<StoreLeader> {
@@ -93,7 +74,7 @@ export async function startStoreLeader(options: LeaderStart): Promise<StoreLeade
   const child = startProcess(`leader-${pod.name}`, process.execPath, {
     logDir: options.logDir,
     args: [program, 'leader', ...options.flags, `--probe-port=${probePort}`, '--', ...masterArgs],
-    env: podEnv(pod),
+    env: podEnv(pod, options.kubeconfig ? { KUBECONFIG: options.kubeconfig } : {}),
   });
   return {
     pod,
@@ -155,16 +136,28 @@ export async function adminAnswers(leader: StoreLeader): Promise<boolean> {
   }
 }
 
+/** The PID of the mooncake_master a leader process runs, or undefined while it runs none. */
+export function masterPid(leader: StoreLeader): number | undefined {
+  return childProcessList(leader.process.pid!).find((c) => c.cmdline.includes('mooncake_master'))?.pid;
+}
+
 /** Direct children of a process (from /proc), e.g. whether a standby started a master. */
 export function childProcesses(pid: number): string[] {
-  const found: string[] = [];
+  return childProcessList(pid).map((c) => c.cmdline);
+}
+
+function childProcessList(pid: number): { pid: number; cmdline: string }[] {
+  const found: { pid: number; cmdline: string }[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       if (ppid === pid)
-        found.push(readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ').trim());
+        found.push({
+          pid: Number(entry),
+          cmdline: readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ').trim(),
+        });
     } catch {
       // Exited meanwhile.
     }

@@ -4,16 +4,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KVCacheBackendSpec, MemberGroup } from '../../src/api/kvcache-backend.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
+import { podSpecHash, podSpecHashAnnotation } from '../../src/controllers/backend/pod-spec-hash.ts';
 import {
   type BackendRenderContext,
   renderBackend,
   resolveImages,
 } from '../../src/controllers/backend/render.ts';
-import {
-  podSpecHash,
-  podSpecHashAnnotation,
-  renderMemberDaemonSet,
-} from '../../src/controllers/backend/render-members.ts';
+import { renderMemberDaemonSet } from '../../src/controllers/backend/render-members.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { goldenTests } from './golden.ts';
 
@@ -190,21 +187,29 @@ describe('member pod-spec hash', () => {
 });
 
 describe('leader Deployment', () => {
-  it('replaces a single leader outright (Recreate)', () => {
+  it('starts the new replica beside a single elected leader, which the operator then asks to step down', () => {
     const spec = workload(renderBackend(step1, ctx).leaderDeployment).spec;
     assert.equal(spec.replicas, 1);
-    assert.deepEqual(spec.strategy, { type: 'Recreate' });
-    assert.equal(spec.progressDeadlineSeconds, undefined);
+    assert.deepEqual(spec.strategy, {
+      type: 'RollingUpdate',
+      rollingUpdate: { maxSurge: 1, maxUnavailable: 0 },
+    });
+    assert.equal(spec.progressDeadlineSeconds, 2147483647);
   });
 
-  it('rolls standbys all at once with no progress deadline', () => {
+  it('replaces the standbys first and keeps the serving leader (the only available replica)', () => {
     const spec = workload(renderBackend(step4, ctx).leaderDeployment).spec;
     assert.equal(spec.replicas, 3);
     assert.deepEqual(spec.strategy, {
       type: 'RollingUpdate',
-      rollingUpdate: { maxSurge: 1, maxUnavailable: 3 },
+      rollingUpdate: { maxSurge: 1, maxUnavailable: 2 },
     });
     assert.equal(spec.progressDeadlineSeconds, 2147483647);
+  });
+
+  it('recreates a leader without an election: two unelected masters must never overlap', () => {
+    const spec = workload(renderBackend(unelected, ctx).leaderDeployment).spec;
+    assert.deepEqual(spec.strategy, { type: 'Recreate' });
   });
 
   it('holds the replica override while an elected template is first written', () => {
@@ -224,10 +229,14 @@ describe('leader Deployment', () => {
 });
 
 describe('member DaemonSet', () => {
-  it('requests the segment plus the local buffer as memory', () => {
+  it('requests the segment plus the local buffer as memory, limited a GiB above', () => {
     const group = { ...linuxDram, localBufferSize: '64Mi' };
     const resources = container(renderMemberDaemonSet(withGroup(step1, group), 0, ctx)).resources;
-    assert.deepEqual(resources, { requests: { memory: '8256Mi' } }, '8Gi of segment plus 64Mi of buffer');
+    assert.deepEqual(
+      resources,
+      { requests: { cpu: '250m', memory: '8256Mi' }, limits: { memory: '9280Mi' } },
+      '8Gi of segment plus 64Mi of buffer',
+    );
   });
 
   it('addresses the leader by Service, or by Lease only while an election runs', () => {

@@ -173,6 +173,16 @@ describe('validateBackend', () => {
       refused(args('-memory_allocator=cachelib'), '-memory_allocator', 'remove it');
     });
 
+    it('refuses the gflags flags that read more flags from a file or the environment', () => {
+      for (const flag of ['-flagfile=/etc/x.flags', '--fromenv=rpc_port', '-tryfromenv=rpc_port']) {
+        refused(
+          args('-v=1', flag),
+          `spec.connection.managed.leader.extraArgs[1]: -${flag.replace(/^-+/, '').split('=')[0]} makes the leader read further flags from a file or the environment`,
+          'pass each flag as its own extraArgs entry instead',
+        );
+      }
+    });
+
     it('refuses the no- prefix that switches a derived boolean off', () => {
       refused(
         args('-noenable_multi_tenants'),
@@ -304,6 +314,11 @@ describe('validateBackend', () => {
       refused(
         edited((g) => (g.extraEnv = [{ name: 'MOONCAKE_OFFLOAD_ANYTHING_NEW' }])).errors,
         'MOONCAKE_OFFLOAD_ANYTHING_NEW',
+      );
+      refused(
+        edited((g) => (g.extraEnv = [{ name: 'MOONCAKE_CONFIG_PATH', value: '/etc/member.json' }])).errors,
+        `${p}.extraEnv[0].name: MOONCAKE_CONFIG_PATH makes the member read its whole configuration from a file`,
+        'remove this entry',
       );
       assert.deepEqual(edited((g) => (g.extraEnv = [{ name: 'MC_LOG_LEVEL', value: 'info' }])).errors, []);
     });

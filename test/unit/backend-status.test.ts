@@ -157,6 +157,30 @@ describe('decideBackendStatus: RolloutComplete and ElectionObserved never move t
     }
   });
 
+  it('reports a member rollout step, and the handover while leaders roll', () => {
+    const memberRoll = {
+      kind: 'wait' as const,
+      message: '1 of 2 member Pods run the current template; waiting for m-a on node-a to stop',
+    };
+    const rolling = decideBackendStatus(managed({ deployment: deployment({}), memberRoll }));
+    assert.deepEqual(condition(rolling, 'RolloutComplete'), { status: 'False', reason: 'MembersRolling' });
+    assert.equal(message(rolling, 'RolloutComplete'), memberRoll.message);
+    assert.equal(rolling.phase, 'Ready');
+    const both = decideBackendStatus(
+      managed({
+        deployment: deployment({ updated: 1 }),
+        memberRoll,
+        handover: 'l-a leads on the outdated template',
+      }),
+    );
+    assert.match(
+      message(both, 'RolloutComplete'),
+      /; l-a leads on the outdated template; 1 of 2 member Pods/,
+    );
+    const done = decideBackendStatus(managed({ deployment: deployment({}), memberRoll: { kind: 'done' } }));
+    assert.deepEqual(condition(done, 'RolloutComplete'), { status: 'True', reason: 'Complete' });
+  });
+
   it('has no rollout condition for an external store or before the Deployment exists', () => {
     assert.equal(
       condition(decideBackendStatus(external({ deployment: deployment({}) })), 'RolloutComplete'),

@@ -10,18 +10,23 @@ import type { MasterReport } from '../../src/controllers/pool/status.ts';
 import type { LedgerFailure } from '../../src/store/tenant-ledger.ts';
 import { binding, conditionOf, figures, messageOf, pool, report } from './kvcache-builders.ts';
 
-const gi = 2 ** 30;
+const gi = 2n ** 30n;
 
 function decide(
   b: KVCachePoolBinding,
   m: MasterReport,
-  opts: { others?: KVCachePoolBinding[]; usedBy?: UsedByEntry[]; failure?: LedgerFailure } = {},
+  opts: {
+    others?: KVCachePoolBinding[];
+    usedBy?: UsedByEntry[];
+    failure?: LedgerFailure;
+    ledger?: Parameters<typeof planLedger>[0]['ledger'];
+  } = {},
 ) {
   const plan = planLedger({
     pools: [pool()],
     bindings: [b, ...(opts.others ?? [])],
     isHeld: () => false,
-    ledger: [],
+    ledger: opts.ledger ?? [],
     registered: new Set(),
   });
   return decideBinding(b, plan, m, opts.usedBy ?? [], opts.failure);
@@ -34,7 +39,12 @@ describe('decideBinding: grants', () => {
   it('is Ready with the grant, request and usage read from the master', () => {
     const m = report({
       figures: figures({
-        qwen: { requestedBytes: 600 * gi, effectiveBytes: 450 * gi, usageBytes: 280 * gi, overQuota: false },
+        qwen: {
+          requestedBytes: 600n * gi,
+          effectiveBytes: 450n * gi,
+          usageBytes: 280n * gi,
+          overQuota: false,
+        },
       }),
     });
     const d = decide(qwen(), m);
@@ -52,7 +62,7 @@ describe('decideBinding: grants', () => {
   });
 
   it('formats figures that are not whole binary units as plain bytes', () => {
-    const m = report({ figures: figures({ qwen: { effectiveBytes: 67108864, usageBytes: 53687091 } }) });
+    const m = report({ figures: figures({ qwen: { effectiveBytes: 67108864n, usageBytes: 53687091n } }) });
     const d = decide(qwen(), m);
     assert.equal(d.status.effectiveQuota, '64Mi');
     assert.equal(d.status.usage, '53687091');
@@ -67,8 +77,8 @@ describe('decideBinding: grants', () => {
 
   it('is Error with ZeroGranted when the master has nothing to allocate, reporting 0 (not absent)', () => {
     const m = report({
-      allocatableBytes: 0,
-      figures: figures({ qwen: { requestedBytes: 600 * gi, effectiveBytes: 0, usageBytes: 0 } }),
+      allocatableBytes: 0n,
+      figures: figures({ qwen: { requestedBytes: 600n * gi, effectiveBytes: 0n, usageBytes: 0n } }),
     });
     const d = decide(qwen(), m);
     assert.equal(d.phase, 'Error');
@@ -79,7 +89,7 @@ describe('decideBinding: grants', () => {
   });
 
   it('is Error with GrantNotExported when the master lists the tenant but no effective figure', () => {
-    const d = decide(qwen(), report({ figures: figures({ qwen: { requestedBytes: 600 * gi } }) }));
+    const d = decide(qwen(), report({ figures: figures({ qwen: { requestedBytes: 600n * gi } }) }));
     assert.equal(d.phase, 'Error');
     assert.deepEqual(conditionOf(d, 'QuotaGranted'), { status: 'False', reason: 'GrantNotExported' });
     assert.equal(d.status.effectiveQuota, undefined);
@@ -177,6 +187,67 @@ describe('decideBinding: deletion', () => {
     assert.match(
       d.phaseMessage,
       /removing domain qwen from the ledger failed: connect ECONNREFUSED; retrying/,
+    );
+  });
+});
+
+describe('decideBinding: a tenant someone else registered', () => {
+  it('is Error with TenantExistsOnMaster, and publishes none of that tenant’s figures', () => {
+    const m = report({
+      figures: figures({ qwen: { requestedBytes: 4n * gi, effectiveBytes: 4n * gi, usageBytes: gi } }),
+    });
+    const d = decide(qwen(), m, {
+      ledger: [{ tenant: 'qwen', requestedBytes: 4n * gi, explicitPolicy: true }],
+    });
+    assert.equal(d.phase, 'Error');
+    assert.deepEqual(conditionOf(d, 'DomainExclusive'), { status: 'False', reason: 'TenantExistsOnMaster' });
+    assert.match(
+      d.phaseMessage,
+      /^the master already holds tenant qwen, which kvpool did not register: it is left untouched .*use another domain\.name/,
+    );
+    assert.deepEqual(conditionOf(d, 'QuotaGranted'), { status: 'False', reason: 'TenantExistsOnMaster' });
+    assert.deepEqual(d.status, {});
+  });
+});
+
+describe('decideBinding: its own ledger write failed', () => {
+  const failed = new Map([['qwen', { kind: 'LedgerUnreachable' as const, message: 'PUT: HTTP 500' }]]);
+
+  it('is Error with LedgerRequestFailed, the figures still published', () => {
+    const m = report({
+      putFailures: failed,
+      figures: figures({ qwen: { requestedBytes: 8n * gi, effectiveBytes: 8n * gi, usageBytes: 0n } }),
+    });
+    const d = decide(qwen(), m);
+    assert.equal(d.phase, 'Error');
+    assert.deepEqual(conditionOf(d, 'QuotaGranted'), { status: 'False', reason: 'LedgerRequestFailed' });
+    assert.equal(
+      messageOf(d, 'QuotaGranted'),
+      "writing domain qwen's ceiling (600Gi) to the master failed: PUT: HTTP 500; retrying",
+    );
+    assert.equal(d.status.effectiveQuota, '8Gi');
+  });
+
+  it('says so rather than NoLedgerEntry when the tenant was never written', () => {
+    const d = decide(qwen(), report({ putFailures: failed }));
+    assert.deepEqual(conditionOf(d, 'QuotaGranted'), { status: 'False', reason: 'LedgerRequestFailed' });
+  });
+
+  it('leaves the other Bindings as they are', () => {
+    const other = binding('team-b', 'llama', { domain: 'llama' });
+    const m = report({ putFailures: failed, figures: figures({ llama: { effectiveBytes: gi } }) });
+    assert.equal(decide(other, m).phase, 'Ready');
+  });
+});
+
+describe('decideBinding: a ceiling above its pool’s total', () => {
+  it('is Error with CeilingAboveTotal, naming both figures', () => {
+    const d = decide(qwen({ ceiling: '1000Gi' }), report());
+    assert.equal(d.phase, 'Error');
+    assert.deepEqual(conditionOf(d, 'QuotaGranted'), { status: 'False', reason: 'CeilingAboveTotal' });
+    assert.equal(
+      messageOf(d, 'QuotaGranted'),
+      'spec.quota.ceiling 1000Gi is more than pool shared-dram’s quota.total of 900Gi, so it is not written to the master; lower the ceiling or raise the pool’s total',
     );
   });
 });

@@ -207,35 +207,31 @@ describe('the kvpool chart', () => {
     });
   });
 
-  it('opens the store leaders’ admin port to the operator and the monitoring namespace only, their RPC port to all', () => {
+  it('adds the monitoring namespace, and only it, to who may reach the store leaders’ admin port', () => {
     type Policy = Obj & {
       spec: {
         podSelector: { matchLabels: Record<string, string> };
+        policyTypes: string[];
         ingress: { ports: { port: number }[]; from?: Record<string, unknown>[] }[];
       };
     };
     const [np] = find(render(), 'NetworkPolicy') as Policy[];
-    assert.equal(np!.spec.podSelector.matchLabels['app.kubernetes.io/component'], 'leader');
-    const rpc = np!.spec.ingress.find((r) => r.ports[0]!.port === 50051)!;
-    assert.equal(rpc.from, undefined, 'engines and members in any namespace dial the RPC port');
-    const admin = np!.spec.ingress.find((r) => r.ports[0]!.port === 9003)!;
-    assert.deepEqual(admin.from, [
+    assert.deepEqual(np!.spec.podSelector.matchLabels, {
+      'app.kubernetes.io/name': 'kv-cache-backend',
+      'app.kubernetes.io/component': 'leader',
+    });
+    assert.deepEqual(np!.spec.policyTypes, ['Ingress']);
+    assert.deepEqual(np!.spec.ingress, [
       {
-        podSelector: {
-          matchLabels: {
-            'app.kubernetes.io/name': 'kvpool',
-            'app.kubernetes.io/instance': 'kvpool',
-            'app.kubernetes.io/component': 'operator',
-          },
-        },
+        ports: [{ port: 9003, protocol: 'TCP' }],
+        from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
       },
-      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
     ]);
     const [wider] = find(
       render(['--set-json', 'metrics.store.networkPolicy.extraFrom=[{"ipBlock":{"cidr":"10.1.2.3/32"}}]']),
       'NetworkPolicy',
     ) as Policy[];
-    assert.deepEqual(wider!.spec.ingress[1]!.from?.[2], { ipBlock: { cidr: '10.1.2.3/32' } });
+    assert.deepEqual(wider!.spec.ingress[0]!.from?.[1], { ipBlock: { cidr: '10.1.2.3/32' } });
     assert.equal(
       find(render(['--set', 'metrics.store.networkPolicy.enabled=false']), 'NetworkPolicy').length,
       0,

@@ -129,7 +129,7 @@ export function report(over: Partial<MasterReport> = {}): MasterReport {
     ledgerOff: false,
     retained: new Set(),
     figures: figures({}),
-    allocatableBytes: 900 * 2 ** 30,
+    allocatableBytes: 900n * 2n ** 30n,
     clientEndpoint,
     ...over,
   };

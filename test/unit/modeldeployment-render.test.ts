@@ -97,6 +97,7 @@ const ctx = (conn: CacheConnection | undefined): ModelDeploymentRenderContext =>
   connection: conn,
   dtypeOwned: true,
   overcommit: true,
+  runtimeVersions: new Map([['nvidia-a10g', '12.9']]),
 });
 
 const step3 = md('qwen-chat', {}, [role('local', { replicas: 2 })]);
@@ -300,9 +301,25 @@ describe('ModelDeployment workloads', () => {
     );
   });
 
-  it('names the default image after the engine and its version', () => {
-    const m = md('x', { engine: { name: 'vLLM', version: '0.29.0' } }, [role('local')]);
-    assert.equal(engine(m, ctx(teamA)).image, 'gpustack/runner:vllm0.29.0');
+  it('names the default image with the runner tag: backend, runtime version, engine and version', () => {
+    const m = md('x', { engine: { name: 'vLLM', version: '0.29.0' } }, [role('nvidia-a10g')]);
+    assert.equal(engine(m, ctx(teamA)).image, 'gpustack/runner:cuda12.9-vllm0.29.0');
+    const s = md('x', { engine: { name: 'SGLang', version: '0.5.18' } }, [role('nvidia-a10g')]);
+    assert.equal(engine(s, ctx(teamA)).image, 'gpustack/runner:cuda12.9-sglang0.5.18');
+  });
+
+  it('refuses to render a default image it cannot tag, naming the image fields', () => {
+    const versioned = (r: ModelDeploymentRole) =>
+      md('x', { engine: { name: 'vLLM', version: '0.29.0' } }, [r]);
+    assert.throws(
+      () =>
+        renderModelDeployment(versioned(role('nvidia-a10g')), { ...ctx(teamA), runtimeVersions: new Map() }),
+      /^Error: role server: no node of InstanceType nvidia-a10g \(label acceleratable\.feature\.gpustack\.ai\/nvidia-a10g=true\) reports acceleratable\.feature\.gpustack\.ai\/nvidia\.runtime-version, so no gpustack\/runner tag can be formed; label the nodes, or set spec\.roles\[\]\.image \(role server\) or spec\.engine\.image$/,
+    );
+    assert.throws(
+      () => renderModelDeployment(versioned(role('local')), ctx(teamA)),
+      /InstanceType local has no accelerator.*set spec\.roles\[\]\.image \(role server\) or spec\.engine\.image$/,
+    );
   });
 });
 

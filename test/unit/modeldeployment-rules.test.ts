@@ -182,3 +182,80 @@ describe('validateModelDeployment: roles', () => {
     );
   });
 });
+
+describe('validateModelDeployment: the default image', () => {
+  it('refuses a role whose InstanceType no runner image is published for, naming the image fields', () => {
+    const mlu: InstanceType = {
+      ...a10g,
+      metadata: { name: 'mlu' },
+      spec: { ...a10g.spec, acceleratorGroup: 'cambricon-mlu', manufacturer: 'cambricon' },
+    };
+    const ctx = context({ instanceTypes: new Map([['mlu', mlu]]) });
+    assert.deepEqual(errorsOf(md({ instanceType: 'mlu' }), undefined, ctx), [
+      'spec.roles[0].image: gpustack/runner publishes no image for manufacturer cambricon (InstanceType mlu), so no default image can be formed; set spec.roles[0].image or spec.engine.image',
+    ]);
+    assert.deepEqual(errorsOf(md({ instanceType: 'mlu', image: 'example/mlu-vllm:1' }), undefined, ctx), []);
+    assert.deepEqual(errorsOf(md()), [], 'nvidia has runner images');
+  });
+});
+
+describe('validateModelDeployment: reserved ports', () => {
+  const routed = (
+    roles: Partial<ModelDeploymentRole>[],
+    opts: { router?: string; kvCache?: boolean; engine?: 'vLLM' | 'SGLang' } = {},
+  ): ModelDeployment => {
+    const base = md({}, { kvCache: opts.kvCache ?? false, engine: opts.engine });
+    return {
+      ...base,
+      spec: {
+        ...base.spec,
+        ...(opts.router ? { router: { name: opts.router as 'llm-d-router' } } : {}),
+        roles: roles.map((r, i) => ({ name: `r${i}`, instanceType: 'nvidia-a10g', ...r })),
+      },
+    };
+  };
+
+  it('refuses 5557 and 5558 on a vLLM role under llm-d-router, naming the field', () => {
+    assert.deepEqual(errorsOf(routed([{ ports: [{ port: 5557 }] }], { router: 'llm-d-router' })), [
+      'spec.roles[0].ports[0].port: port 5557 is reserved for the vLLM KV event publisher under llm-d-router (tcp://*:5557, replay tcp://*:5558); serve on another port',
+    ]);
+    assert.match(
+      errorsOf(routed([{ extraArgs: ['--port=5558'] }], { router: 'llm-d-router' }))[0]!,
+      /^spec\.roles\[0\]\.extraArgs: port 5558 is reserved/,
+    );
+  });
+
+  it('admits 5557 without llm-d-router, on SGLang, and on a take-over role', () => {
+    assert.deepEqual(errorsOf(routed([{ ports: [{ port: 5557 }] }])), []);
+    assert.deepEqual(errorsOf(routed([{ ports: [{ port: 5557 }] }], { router: 'vllm-router' })), []);
+    assert.deepEqual(
+      errorsOf(routed([{ ports: [{ port: 5557 }] }], { router: 'llm-d-router', engine: 'SGLang' })),
+      [],
+    );
+    assert.deepEqual(
+      errorsOf(
+        routed([{ ports: [{ port: 5557 }], command: ['vllm', 'serve', 'm'] }], { router: 'llm-d-router' }),
+      ),
+      [],
+    );
+  });
+
+  it('refuses 8998 on the prefiller of a routed or cached pair', () => {
+    const pair = (prefill: Partial<ModelDeploymentRole>) => [
+      { kind: 'Prefill' as const, ...prefill },
+      { kind: 'Decode' as const },
+    ];
+    assert.deepEqual(errorsOf(routed(pair({ ports: [{ port: 8998 }] }), { router: 'vllm-router' })), [
+      'spec.roles[0].ports[0].port: port 8998 is reserved for the prefiller’s KV bootstrap port in a Prefill/Decode pair; serve on another port',
+    ]);
+    assert.equal(errorsOf(routed(pair({ ports: [{ port: 8998 }] }), { kvCache: true })).length, 1);
+    assert.deepEqual(errorsOf(routed(pair({ ports: [{ port: 8998 }] }))), [], 'neither routed nor cached');
+    assert.deepEqual(
+      errorsOf(
+        routed([{ kind: 'Prefill' }, { kind: 'Decode', ports: [{ port: 8998 }] }], { router: 'vllm-router' }),
+      ),
+      [],
+      'the decoder runs no bootstrap server',
+    );
+  });
+});

@@ -247,6 +247,21 @@ describe('decideDeployment: rollout and phase', () => {
     assert.equal(ready.status.kvCache?.domain?.name, 'qwen-fp8-v1');
   });
 
+  it('shows a render failure in status: ReplicasUpToDate RenderFailed, the phase never Ready', () => {
+    const why = 'role server: InstanceType gone does not exist; pick one from kubectl get instancetype';
+    const d = decideDeployment(view({ renderFailure: why }));
+    assert.deepEqual(conditionOf(d, 'ReplicasUpToDate'), { status: 'False', reason: 'RenderFailed' });
+    assert.equal(d.phase, 'Degraded', 'its replicas run as they were, all ready');
+    assert.equal(
+      d.phaseMessage,
+      `the roles cannot be rendered, so nothing of this spec is applied and the replicas run as they were: ${why}`,
+    );
+    assert.equal(
+      decideDeployment(view({ renderFailure: why, roles: [role({ ready: 0 })] })).phase,
+      'Starting',
+    );
+  });
+
   it('is Deleting while being deleted, whatever its replicas', () => {
     assert.equal(decideDeployment(view({ md: md({ deleting: true }) })).phase, 'Deleting');
   });

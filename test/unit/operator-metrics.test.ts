@@ -117,9 +117,11 @@ describe('kvpool figures from status', () => {
     const outcome = (over: Partial<LedgerOutcome>): LedgerOutcome => ({
       plan: undefined as never,
       ledgerOff: false,
+      putFailures: new Map(),
       retained: new Set(),
       deleteFailures: new Map(),
-      kept: new Map(),
+      deleted: new Set(),
+      registered: new Set(),
       wrote: false,
       ...over,
     });

@@ -112,6 +112,34 @@ describe('owned flags on SGLang', () => {
   });
 });
 
+describe('argument files', () => {
+  it('refuses --config on both engines, with or without a cache, in a role and on a Pod', () => {
+    for (const engine of ['vllm', 'vllm-ascend', 'sglang'] as const) {
+      for (const args of [['--config', '/etc/engine.yaml'], ['--config=/etc/engine.yaml']]) {
+        const [message, ...rest] = refused(engine, ['--max-model-len', '4096', ...args], { kvCache: false });
+        assert.equal(rest.length, 0, engine);
+        assert.match(
+          message!,
+          /^spec\.roles\[0\]\.extraArgs\[2\]: --config is owned by the operator on .*: --config reads further arguments from a file, where a flag the operator owns could hide; pass those arguments in extraArgs instead$/,
+        );
+      }
+    }
+    const [pod] = findOwnedKeyRefusals('vllm', ['--config', 'x.yaml'], [], {
+      ...withCache,
+      field: 'spec.containers[0]',
+      argsField: 'args',
+      scope: 'pod',
+    });
+    assert.match(pod!, /pass those arguments in the container's args instead$/);
+  });
+
+  it('refuses a unique abbreviation of --config, and admits --config-format', () => {
+    assert.equal(refused('sglang', ['--conf', 'x.yaml']).length, 1);
+    assert.deepEqual(refused('vllm', ['--config-format', 'hf']), []);
+    assert.deepEqual(refused('vllm', ['--conf', 'x']), [], 'argparse cannot expand it to one flag');
+  });
+});
+
 describe('refusal paths', () => {
   it('names the args field the caller gives', () => {
     const [message] = findOwnedKeyRefusals('vllm', ['--kv-transfer-config', '{}'], [], {

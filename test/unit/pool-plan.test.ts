@@ -10,9 +10,13 @@ import { binding, pool } from './kvcache-builders.ts';
 
 const gi = (n: number) => BigInt(n) * 2n ** 30n;
 
-const entry = (tenant: string, requested: bigint | number, explicitPolicy = true): LedgerEntry => ({
+const entry = (
+  tenant: string,
+  requested: bigint | number,
+  explicitPolicy: boolean | undefined = true,
+): LedgerEntry => ({
   tenant,
-  requestedBytes: Number(requested),
+  requestedBytes: BigInt(requested),
   explicitPolicy,
 });
 
@@ -83,7 +87,11 @@ describe('planLedger: deleting Bindings', () => {
   it('releases a deleting Binding no workload holds, and deletes its explicit entry', () => {
     const gone = binding('team-a', 'old', { domain: 'old', deleting: true });
     const live = binding('team-b', 'new', { domain: 'new' });
-    const p = plan({ bindings: [gone, live], ledger: [entry('old', gi(8)), entry('new', gi(8))] });
+    const p = plan({
+      bindings: [gone, live],
+      ledger: [entry('old', gi(8)), entry('new', gi(8))],
+      registered: new Set(['old', 'new']),
+    });
     assert.deepEqual(names(p.releasing), ['team-a/old']);
     assert.deepEqual(p.held, []);
     assert.deepEqual([...p.desired.keys()], ['new']);
@@ -108,7 +116,11 @@ describe('planLedger: deleting Bindings', () => {
   it('does not delete a releasing domain another live Binding now claims', () => {
     const gone = binding('team-a', 'old', { domain: 'reused', deleting: true });
     const successor = binding('team-b', 'new', { domain: 'reused' });
-    const p = plan({ bindings: [gone, successor], ledger: [entry('reused', gi(8))] });
+    const p = plan({
+      bindings: [gone, successor],
+      ledger: [entry('reused', gi(8))],
+      registered: new Set(['reused']),
+    });
     assert.deepEqual(names(p.releasing), ['team-a/old']);
     assert.deepEqual(p.deletes, []);
     assert.deepEqual(p.puts, []);
@@ -120,6 +132,7 @@ describe('planLedger: puts', () => {
     const p = plan({
       bindings: [binding('team-a', 'qwen', { domain: 'qwen' })],
       ledger: [entry('qwen', gi(8))],
+      registered: new Set(['qwen']),
     });
     assert.deepEqual(p.puts, []);
     assert.deepEqual(p.deletes, []);
@@ -129,6 +142,7 @@ describe('planLedger: puts', () => {
     const p = plan({
       bindings: [binding('team-a', 'qwen', { domain: 'qwen', ceiling: '12Gi' })],
       ledger: [entry('qwen', gi(8))],
+      registered: new Set(['qwen']),
     });
     assert.deepEqual(p.puts, [{ tenant: 'qwen', bytes: gi(12) }]);
   });
@@ -137,6 +151,7 @@ describe('planLedger: puts', () => {
     const p = plan({
       bindings: [binding('team-a', 'qwen', { domain: 'qwen' })],
       ledger: [entry('qwen', gi(8), false)],
+      registered: new Set(['qwen']),
     });
     assert.deepEqual(p.puts, [{ tenant: 'qwen', bytes: gi(8) }]);
   });
@@ -185,5 +200,59 @@ describe('planLedger: deletes', () => {
     assert.deepEqual(p.deletes, []);
     assert.deepEqual([...p.desired.keys()], ['qwen'], 'desired is still decided (it seeds the policy)');
     assert.deepEqual(names(p.releasing), ['team-b/old']);
+  });
+});
+
+describe('planLedger: tenants this operator did not register', () => {
+  it('leaves a claimed tenant someone else created untouched, and reports it as foreign', () => {
+    const mine = binding('team-a', 'mine', { domain: 'theirs', ceiling: '16Gi' });
+    const p = plan({ bindings: [mine], ledger: [entry('theirs', gi(4))], registered: new Set() });
+    assert.equal(p.foreign.get('theirs')?.binding, mine);
+    assert.deepEqual([...p.desired.keys()], []);
+    assert.deepEqual(p.puts, [], 'not overwritten');
+    assert.deepEqual(p.deletes, []);
+  });
+
+  it('never deletes it when the claiming Binding goes', () => {
+    const gone = binding('team-a', 'mine', { domain: 'theirs', deleting: true });
+    const p = plan({ bindings: [gone], ledger: [entry('theirs', gi(4))], registered: new Set() });
+    assert.deepEqual(names(p.releasing), ['team-a/mine']);
+    assert.deepEqual(p.deletes, []);
+  });
+
+  it('writes a claimed tenant the master does not hold yet, and one it registered before', () => {
+    const fresh = binding('team-a', 'fresh', { domain: 'fresh' });
+    const known = binding('team-a', 'known', { domain: 'known', ceiling: '12Gi' });
+    const p = plan({
+      bindings: [fresh, known],
+      ledger: [entry('known', gi(8))],
+      registered: new Set(['known']),
+    });
+    assert.deepEqual(p.foreign.size, 0);
+    assert.deepEqual(
+      p.puts.map((x) => x.tenant),
+      ['fresh', 'known'],
+    );
+  });
+
+  it('does not delete a registered entry whose policy the master does not say is explicit', () => {
+    const unsaid: LedgerEntry = { tenant: 'unsaid', requestedBytes: gi(1) };
+    const p = plan({ ledger: [unsaid], registered: new Set(['unsaid']) });
+    assert.deepEqual(p.deletes, []);
+  });
+});
+
+describe('planLedger: a ceiling above the pool’s total', () => {
+  it('writes nothing for it, and leaves an entry the master has as it is', () => {
+    const over = binding('team-a', 'over', { domain: 'over', ceiling: '2000Gi' });
+    const fits = binding('team-a', 'fits', { domain: 'fits', ceiling: '8Gi' });
+    const p = plan({ bindings: [over, fits], ledger: [entry('over', gi(8))], registered: new Set(['over']) });
+    assert.equal(p.overTotal.get('over')?.binding, over);
+    assert.equal(p.overTotal.get('over')?.total, gi(900));
+    assert.deepEqual(
+      p.puts.map((x) => x.tenant),
+      ['fits'],
+    );
+    assert.deepEqual(p.deletes, [], 'not deleted either');
   });
 });

@@ -91,7 +91,7 @@ describe('decidePool: phase', () => {
   });
 
   it('is Error when the master has nothing to allocate (members not mounted yet)', () => {
-    const d = decide(pool(), [qwen()], report({ allocatableBytes: 0 }));
+    const d = decide(pool(), [qwen()], report({ allocatableBytes: 0n }));
     assert.equal(d.phase, 'Error');
     assert.deepEqual(conditionOf(d, 'CapacityAllocatable'), { status: 'False', reason: 'NothingToAllocate' });
     assert.match(d.phaseMessage, /nothing to allocate.*not mounted their segments yet/);
@@ -126,21 +126,21 @@ describe('decidePool: figures', () => {
   it('sums its own domains’ usage as a binary quantity', () => {
     const m = report({
       figures: figures({
-        qwen: { usageBytes: 48 * 2 ** 20 },
-        llama: { usageBytes: 16 * 2 ** 20 },
-        stranger: { usageBytes: 2 ** 30 },
+        qwen: { usageBytes: 48n * 2n ** 20n },
+        llama: { usageBytes: 16n * 2n ** 20n },
+        stranger: { usageBytes: 2n ** 30n },
       }),
     });
     assert.deepEqual(decide(pool(), [qwen(), llama()], m).status.usage, { total: '64Mi' });
   });
 
   it('keeps a figure that is not a whole binary unit in plain bytes', () => {
-    const m = report({ figures: figures({ qwen: { usageBytes: 53687091 } }) });
+    const m = report({ figures: figures({ qwen: { usageBytes: 53687091n } }) });
     assert.deepEqual(decide(pool(), [qwen()], m).status.usage, { total: '53687091' });
   });
 
   it('reports no usage when none of its domains appears in the scrape, and 0 with no domains', () => {
-    const m = report({ figures: figures({ stranger: { usageBytes: 4096 } }) });
+    const m = report({ figures: figures({ stranger: { usageBytes: 4096n } }) });
     assert.equal(decide(pool(), [qwen()], m).status.usage, undefined);
     assert.deepEqual(decide(pool(), [], m).status.usage, { total: '0' });
     assert.equal(decide(pool(), [], report({ figures: undefined })).status.usage, undefined);
@@ -224,5 +224,31 @@ describe('decidePool: deletion', () => {
     const d = decide(pool('shared-dram', { deleting: true }), [binding('team-a', 'old', { deleting: true })]);
     assert.equal(d.phase, 'Deleting');
     assert.deepEqual(conditionOf(d, 'Releasable'), { status: 'True', reason: 'Released' });
+  });
+});
+
+describe('decidePool: a pool with many Bindings', () => {
+  it('counts every domain and Binding and lists only the first 100 of each, sorted', () => {
+    const many = Array.from({ length: 1500 }, (_, i) =>
+      binding(`team-${i % 7}`, `b-${String(i).padStart(4, '0')}`, {
+        domain: `d-${String(1499 - i).padStart(4, '0')}`,
+        ceiling: '16Ki',
+      }),
+    );
+    const d = decide(pool(), many);
+    const status = d.status as {
+      domainCount: number;
+      bindingCount: number;
+      domains: { name: string }[];
+      usedBy: { namespace: string; name: string }[];
+    };
+    assert.equal(status.domainCount, 1500);
+    assert.equal(status.bindingCount, 1500);
+    assert.equal(status.domains.length, 100);
+    assert.equal(status.domains[0]!.name, 'd-0000');
+    assert.equal(status.domains[99]!.name, 'd-0099');
+    assert.equal(status.usedBy.length, 100);
+    assert.deepEqual(status.usedBy[0], { kind: 'KVCachePoolBinding', namespace: 'team-0', name: 'b-0000' });
+    assert.ok(JSON.stringify(d).length < 64 << 10);
   });
 });

@@ -58,7 +58,7 @@ describe('parsePrometheusText on a recorded master', () => {
     const f = parsePrometheusText(twoMembers);
     for (const name of f.keys()) assert.doesNotMatch(name, /^#/);
     const text = '# HELP x_total things\n# TYPE x_total counter\n\n#x_total 99\nx_total 3\n';
-    assert.deepEqual([...parsePrometheusText(text)], [['x_total', [{ labels: {}, value: 3 }]]]);
+    assert.deepEqual([...parsePrometheusText(text)], [['x_total', [{ labels: {}, value: 3, text: '3' }]]]);
   });
 });
 

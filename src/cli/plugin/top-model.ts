@@ -73,8 +73,8 @@ function domainsOf(s: Snapshot, backend: string): Map<string, string[]> {
   return out;
 }
 
-const withFigure = (key: string, n: number | undefined) =>
-  n === undefined || !Number.isFinite(n) ? {} : { [key]: figure(Math.trunc(n)) };
+const withFigure = (key: string, n: bigint | undefined) =>
+  n === undefined ? {} : { [key]: figure(n.toString()) };
 
 function topBackend(s: Snapshot, b: KVCacheBackend, scrape: Scrape | undefined): TopBackend {
   const name = b.metadata.name!;

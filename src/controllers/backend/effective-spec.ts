@@ -1,6 +1,7 @@
 // The values a managed backend's spec resolves to once defaults and fallbacks apply.
 import type { KVCacheBackendSpec, MemberGroup, TransportProtocol } from '../../api/kvcache-backend.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
+import { type LeaseTimings, storeLeaseDefaults } from '../../kube/lease-timing.ts';
 
 export type ManagedConnection = NonNullable<KVCacheBackendSpec['connection']['managed']>;
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
@@ -25,6 +26,29 @@ export function managedConnection(backend: KVCacheBackend): ManagedConnection {
 /** Whether the store runs a Kubernetes Lease election (the default, even at one replica). */
 export function electionOn(backend: KVCacheBackend): boolean {
   return (managedConnection(backend).leader.electionBackend ?? 'Kubernetes') === 'Kubernetes';
+}
+
+/** Whether members read the Lease themselves (they then need an account); else they need no API access. */
+export function membersReadLease(backend: KVCacheBackend): boolean {
+  return electionOn(backend) && managedConnection(backend).leader.memberAddressing === 'Lease';
+}
+
+/** A duration as the schema admits it (`250ms`, `7s`), in milliseconds. */
+export function durationMs(text: string): number {
+  const m = /^([0-9]+)(ms|s)$/.exec(text);
+  if (!m) throw new Error(`${text} is not a duration of the form 250ms or 7s`);
+  return Number(m[1]) * (m[2] === 's' ? 1000 : 1);
+}
+
+/** The store's Lease timing: `leader.leaseTiming`, each field falling back to the default. */
+export function leaseTimings(backend: KVCacheBackend): LeaseTimings {
+  const t = managedConnection(backend).leader.leaseTiming;
+  const or = (text: string | undefined, fallback: number) => (text ? durationMs(text) : fallback);
+  return {
+    leaseDurationMs: or(t?.leaseDuration, storeLeaseDefaults.leaseDurationMs),
+    renewDeadlineMs: or(t?.renewDeadline, storeLeaseDefaults.renewDeadlineMs),
+    retryPeriodMs: or(t?.retryPeriod, storeLeaseDefaults.retryPeriodMs),
+  };
 }
 
 /** The group's one local disk, if it declares a tier. */

@@ -79,6 +79,20 @@ export function leaderName(backend: KVCacheBackend): string {
   return `${backendName(backend)}-leader`;
 }
 
+/** The name of the Service the operator reads the leader's admin port through (engines never use it). */
+export function adminServiceName(backend: KVCacheBackend): string {
+  return `${backendName(backend)}-admin`;
+}
+
+/**
+ * The labels of the operator's own Pods (the chart sets them): the store's NetworkPolicy admits the
+ * admin port from these Pods alone.
+ */
+export const operatorPodLabels: Record<string, string> = {
+  'app.kubernetes.io/name': 'kvpool',
+  'app.kubernetes.io/component': 'operator',
+};
+
 /** The name of member group `index`'s DaemonSet. */
 export function memberDaemonSetName(backend: KVCacheBackend, index: number): string {
   return `${backendName(backend)}-member-${index}`;

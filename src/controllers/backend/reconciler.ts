@@ -6,13 +6,19 @@ import { Controller, type ReconcileResult } from '../../kube/controller.ts';
 import { applyStatus, ensureFinalizer } from '../apply.ts';
 import { mergeConditions } from '../conditions.ts';
 import type { OperatorContext } from '../context.ts';
-import { syncChildren } from './children.ts';
-import { leaderName } from './labels.ts';
+import { AppliedIntents, type ChildrenOutcome, syncChildren } from './children.ts';
+import { adminServiceName, leaderName } from './labels.ts';
 import { leaderAdminPort, leaderRpcPort } from './render-leader.ts';
 import { type BackendStatusDecision, decideBackendStatus } from './status.ts';
 import { backendInUseLive, teardownBackend, teardownPollMs } from './teardown.ts';
 import { TierCleanup } from './tier-cleanup.ts';
-import { buildBackendView, externalAdminAddress, leaseHolder, managedAdminAddress } from './view.ts';
+import {
+  buildBackendView,
+  externalAdminAddress,
+  leaseHolder,
+  managedAdminAddress,
+  mountedHosts,
+} from './view.ts';
 import { type BackendInformers, backendInformers, wireBackendWatches } from './watches.ts';
 
 export interface BackendControllerOptions {
@@ -27,7 +33,7 @@ export class BackendReconciler {
   private readonly ctx: OperatorContext;
   private readonly informers: BackendInformers;
   private readonly observeIntervalMs: number;
-  private readonly appliedOnce = new Set<string>();
+  private readonly applied = new AppliedIntents();
   private readonly holders = new Map<string, string>();
   private readonly warned = new Set<string>();
   private readonly cleanup: TierCleanup;
@@ -59,6 +65,7 @@ export class BackendReconciler {
     if (!backend) {
       await this.observe(name, undefined);
       this.holders.delete(name);
+      this.applied.forget(name);
       return undefined;
     }
     if (backend.metadata.deletionTimestamp) return this.reconcileDeletion(backend);
@@ -66,33 +73,37 @@ export class BackendReconciler {
 
     const managed = Boolean(backend.spec.connection.managed);
     let renderProblem: string | undefined;
-    let replicasPending = false;
+    let rollout: ChildrenOutcome | undefined;
+    const holder = managed ? leaseHolder(this.informers, backend, this.ctx.namespace) : undefined;
+    const adminAddress = managed
+      ? managedAdminAddress(this.informers, backend, holder)
+      : externalAdminAddress(backend);
     if (managed) {
       const defaultImage = this.ctx.settings.get('kv-cache-backend-image').trim();
       if (!backend.spec.image && !defaultImage) {
         renderProblem =
           'no image to run: spec.image is empty and the kv-cache-backend-image Setting is blank; set one of them (running workloads are left as they are)';
       } else {
-        const out = await syncChildren(
+        // The member roll waits for the master to list each new member: its latest listing, no new read.
+        const latest = adminAddress ? this.ctx.store.latest(adminAddress) : undefined;
+        rollout = await syncChildren(
           backend,
           this.ctx,
           this.informers,
           { namespace: this.ctx.namespace, defaultImage },
-          this.appliedOnce,
+          this.applied,
+          mountedHosts(latest),
         );
-        replicasPending = out.replicasPending;
       }
     }
-    const holder = managed ? leaseHolder(this.informers, backend, this.ctx.namespace) : undefined;
-    const adminAddress = managed
-      ? managedAdminAddress(this.informers, backend, holder)
-      : externalAdminAddress(backend);
     const store = await this.observe(name, adminAddress);
     const view = buildBackendView(backend, this.ctx, this.informers, {
       adminAddress,
       store,
       renderProblem,
-      replicasPending,
+      replicasPending: rollout?.replicasPending,
+      memberRoll: rollout?.memberRoll,
+      handover: rollout?.handover.message,
     });
     const decision = decideBackendStatus(view);
     await this.writeStatus(backend, decision, view.usedBy);
@@ -107,10 +118,12 @@ export class BackendReconciler {
     }
     const ns = this.ctx.namespace;
     const leader = leaderName(backend);
-    if (!this.informers.deployments.get(leader, ns) || !this.informers.services.get(leader, ns))
+    const admin = adminServiceName(backend);
+    const { deployments, services } = this.informers;
+    if (!deployments.get(leader, ns) || !services.get(leader, ns) || !services.get(admin, ns))
       return undefined;
     return [
-      { name: 'Admin' as const, address: `${leader}.${ns}.svc:${leaderAdminPort}` },
+      { name: 'Admin' as const, address: `${admin}.${ns}.svc:${leaderAdminPort}` },
       { name: 'Client' as const, address: `${leader}.${ns}.svc:${leaderRpcPort}` },
     ];
   }

@@ -1,26 +1,29 @@
-// The leader's children: Deployment, Service and (with an election) its ServiceAccounts and Roles.
+// The leader's children: the Deployment, the Service engines dial and the Service the operator reads.
 
 import type { KVCacheBackend } from '../../api/types.ts';
+import { leaseTimingFlags } from '../../kube/lease-timing.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { policyKey, seedConfigMapName } from '../pool/seed-policy.ts';
 import {
   anyDiskTier,
   electionOn,
+  leaseTimings,
   type ManagedConnection,
   managedConnection,
   resolveImages,
 } from './effective-spec.ts';
 import {
+  adminServiceName,
   backendLabels,
   backendName,
   backendSelector,
   childMetadata,
   leaderComponent,
   leaderName,
-  memberAccountName,
-  memberRbacComponent,
 } from './labels.ts';
+import { podSpecHash, podSpecHashAnnotation } from './pod-spec-hash.ts';
 import type { BackendRenderContext } from './render.ts';
+import { leaderResources, scratchMount, scratchVolume, storeSecurityContext } from './render-hardening.ts';
 
 export const leaderRpcPort = 50051;
 export const leaderAdminPort = 9003;
@@ -29,7 +32,6 @@ const policyDir = '/var/lib/mooncake';
 const policyFile = `${policyDir}/tenant-quota-policy.yaml`;
 const policySeedDir = '/etc/mooncake/tenant-quota-policy';
 const policySeedFile = `${policySeedDir}/${policyKey}`;
-// A disabled progress deadline: standbys stay unready by design, so a rollout never "completes" by count.
 const maxInt32 = 2147483647;
 
 type Leader = ManagedConnection['leader'];
@@ -65,10 +67,7 @@ function leaderArgs(backend: KVCacheBackend, ctx: BackendRenderContext): string[
     `--election=${electionOn(backend) ? 'Kubernetes' : 'None'}`,
     `--lease=${ctx.namespace}/${leaderName(backend)}`,
     `--probe-port=${leaderProbePort}`,
-    // Mooncake's own etcd election uses a 5 s TTL; the Lease matches it, so a lost leader is replaced as fast.
-    '--lease-duration-ms=5000',
-    '--renew-deadline-ms=3500',
-    '--retry-period-ms=500',
+    ...leaseTimingFlags(leaseTimings(backend)),
     ...((leader.multiTenancy ?? true)
       ? [`--policy-seed=${policySeedFile}`, `--policy-file=${policyFile}`]
       : []),
@@ -114,15 +113,18 @@ function leaderContainer(backend: KVCacheBackend, ctx: BackendRenderContext) {
       timeoutSeconds: 1,
     },
     livenessProbe: { httpGet: { path: '/healthz', port: 'probe' }, periodSeconds: 10, failureThreshold: 6 },
-    ...(tenancy
-      ? {
-          volumeMounts: [
+    resources: leaderResources,
+    securityContext: storeSecurityContext([]),
+    volumeMounts: [
+      scratchMount,
+      ...(tenancy
+        ? [
             // Writable: the store renames temporary files over the policy.
             { name: 'tenant-quota-policy', mountPath: policyDir },
             { name: 'tenant-quota-policy-seed', mountPath: policySeedDir, readOnly: true },
-          ],
-        }
-      : {}),
+          ]
+        : []),
+    ],
     terminationMessagePolicy: 'FallbackToLogsOnError',
   };
 }
@@ -145,24 +147,55 @@ function leaderPodSpec(backend: KVCacheBackend, ctx: BackendRenderContext) {
     automountServiceAccountToken: election,
     ...(election ? { serviceAccountName: leaderName(backend) } : {}),
     ...(pullSecrets?.length ? { imagePullSecrets: pullSecrets.map((s) => ({ name: s.name })) } : {}),
+    // Independent of the replica count, so scaling is no template change. One replica per node where
+    // nodes allow: a node lost takes one replica, not the standbys too.
+    ...(election
+      ? {
+          topologySpreadConstraints: [
+            {
+              maxSkew: 1,
+              topologyKey: 'kubernetes.io/hostname',
+              whenUnsatisfiable: 'DoNotSchedule',
+              labelSelector: { matchLabels: backendSelector(backendName(backend), leaderComponent) },
+              matchLabelKeys: ['pod-template-hash'],
+              nodeTaintsPolicy: 'Honor',
+            },
+          ],
+        }
+      : {}),
     containers: [leaderContainer(backend, ctx)],
-    ...((managedConnection(backend).leader.multiTenancy ?? true) ? { volumes: policyVolumes(backend) } : {}),
+    volumes: [
+      scratchVolume,
+      ...((managedConnection(backend).leader.multiTenancy ?? true) ? policyVolumes(backend) : []),
+    ],
   };
 }
 
-/** One replica is replaced outright; standbys roll all at once so a new template never waits on them. */
-function leaderStrategy(replicas: number) {
-  if (replicas <= 1) return { strategy: { type: 'Recreate' } };
+/**
+ * With an election, a rollout hands over once: new replicas start beside the serving leader (old
+ * standbys go first), and the operator asks the old leader to step down once they run (it is the
+ * Deployment's only available replica, so the Deployment never removes it itself). Without an
+ * election, or while a template without one is replaced, two masters must never overlap: Recreate.
+ * See docs/decisions (leader rollouts).
+ */
+function leaderStrategy(backend: KVCacheBackend, ctx: BackendRenderContext, replicas: number) {
+  if (!electionOn(backend) || ctx.leaderReplicasOverride !== undefined)
+    return { strategy: { type: 'Recreate' } };
   return {
-    strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: replicas } },
+    strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: replicas - 1 } },
+    // Standbys stay unready by design, so a rollout never "completes" by count.
     progressDeadlineSeconds: maxInt32,
   };
 }
 
-/** The leader Deployment `<backend>-leader`. */
+/** The leader Deployment `<backend>-leader`; its template carries its own fingerprint, as members' do. */
 export function renderLeaderDeployment(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject {
   const name = backendName(backend);
   const replicas = leaderReplicas(backend, ctx);
+  const template = {
+    metadata: { labels: backendLabels(name, leaderComponent) },
+    spec: leaderPodSpec(backend, ctx),
+  };
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -170,16 +203,16 @@ export function renderLeaderDeployment(backend: KVCacheBackend, ctx: BackendRend
     spec: {
       replicas,
       selector: { matchLabels: backendSelector(name, leaderComponent) },
-      ...leaderStrategy(replicas),
+      ...leaderStrategy(backend, ctx, replicas),
       template: {
-        metadata: { labels: backendLabels(name, leaderComponent) },
-        spec: leaderPodSpec(backend, ctx),
+        metadata: { ...template.metadata, annotations: { [podSpecHashAnnotation]: podSpecHash(template) } },
+        spec: template.spec,
       },
     },
   } as KubeObject;
 }
 
-/** The leader Service `<backend>-leader`: the address members and engines dial. */
+/** The leader Service `<backend>-leader`: the RPC address members and engines dial, and nothing else. */
 export function renderLeaderService(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject {
   return {
     apiVersion: 'v1',
@@ -188,49 +221,21 @@ export function renderLeaderService(backend: KVCacheBackend, ctx: BackendRenderC
     spec: {
       type: 'ClusterIP',
       selector: backendSelector(backendName(backend), leaderComponent),
-      ports: [
-        { name: 'rpc', port: leaderRpcPort, targetPort: 'rpc', protocol: 'TCP' },
-        { name: 'admin', port: leaderAdminPort, targetPort: 'admin', protocol: 'TCP' },
-      ],
+      ports: [{ name: 'rpc', port: leaderRpcPort, targetPort: 'rpc', protocol: 'TCP' }],
     },
   } as KubeObject;
 }
 
-type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
-
-/** A ServiceAccount, Role and RoleBinding sharing one name. */
-function accountWithRole(
-  backend: KVCacheBackend,
-  ctx: BackendRenderContext,
-  name: string,
-  component: string,
-  rules: Rule[],
-): KubeObject[] {
-  const metadata = () => childMetadata(backend, ctx.namespace, name, component);
-  return [
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: metadata() },
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: metadata(), rules },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: metadata(),
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace: ctx.namespace }],
+/** The admin Service `<backend>-admin`: the serving leader's admin port, for the operator (NetworkPolicy). */
+export function renderAdminService(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: childMetadata(backend, ctx.namespace, adminServiceName(backend), leaderComponent),
+    spec: {
+      type: 'ClusterIP',
+      selector: backendSelector(backendName(backend), leaderComponent),
+      ports: [{ name: 'admin', port: leaderAdminPort, targetPort: 'admin', protocol: 'TCP' }],
     },
-  ] as KubeObject[];
-}
-
-/** The election's accounts: the leader takes the Lease and labels its Pod, members read the Lease. */
-export function renderElectionRbac(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject[] {
-  if (!electionOn(backend)) return [];
-  const leases = ['coordination.k8s.io'];
-  return [
-    ...accountWithRole(backend, ctx, leaderName(backend), leaderComponent, [
-      { apiGroups: leases, resources: ['leases'], verbs: ['create', 'get', 'update'] },
-      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] },
-    ]),
-    ...accountWithRole(backend, ctx, memberAccountName(backend), memberRbacComponent, [
-      { apiGroups: leases, resources: ['leases'], verbs: ['get'] },
-    ]),
-  ];
+  } as KubeObject;
 }

@@ -1,5 +1,4 @@
 // One member DaemonSet per group: each Pod mounts one memory segment (and optionally a disk tier).
-import { createHash } from 'node:crypto';
 import type { MemberGroup } from '../../api/kvcache-backend.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
@@ -8,6 +7,7 @@ import {
   electionOn,
   groupDisk,
   managedConnection,
+  membersReadLease,
   resolveImages,
   storeProtocol,
 } from './effective-spec.ts';
@@ -21,8 +21,18 @@ import {
   memberComponent,
   memberDaemonSetName,
 } from './labels.ts';
-import { formatBinarySI, parseQuantityBytes } from './quantity.ts';
+import { podSpecHash, podSpecHashAnnotation } from './pod-spec-hash.ts';
+import { parseQuantityBytes } from './quantity.ts';
 import type { BackendRenderContext } from './render.ts';
+import {
+  bytesOf,
+  effectiveUser,
+  memberResources,
+  scratchMount,
+  scratchVolume,
+  sortedKeys,
+  storeSecurityContext,
+} from './render-hardening.ts';
 import { leaderRpcPort } from './render-leader.ts';
 import {
   type EnvVar,
@@ -33,7 +43,6 @@ import {
   unmountHook,
 } from './render-tier.ts';
 
-export const podSpecHashAnnotation = 'kvcache.gpustack.ai/pod-spec-hash';
 export const memberBasePort = 8080;
 // Member shutdown budget, on top of the tier's scale-in grace.
 const memberShutdownSeconds = 60;
@@ -46,8 +55,6 @@ export const visibleDeviceVars = [
   'MTHREADS_VISIBLE_DEVICES',
   'NVIDIA_VISIBLE_DEVICES',
 ];
-
-type SecurityContext = NonNullable<MemberGroup['securityContext']>;
 
 function memberPort(index: number): number {
   return memberBasePort + index;
@@ -104,38 +111,20 @@ function fabricLimits(backend: KVCacheBackend, group: MemberGroup): Record<strin
     : { 'device.gpustack.ai/rdma': String(count) };
 }
 
-function memberResources(backend: KVCacheBackend, group: MemberGroup) {
-  const segment = group.medium === 'DRAM' ? parseQuantityBytes(group.capacityPerMember) : 0n;
-  const memory = parseQuantityBytes(group.localBufferSize ?? 0) + segment;
-  const limits = fabricLimits(backend, group);
-  return {
-    ...(memory > 0n ? { requests: { memory: formatBinarySI(memory) } } : {}),
-    ...(limits ? { limits } : {}),
-  };
+/** The memory a member requests: its segment when the segment is in DRAM, and its local buffer. */
+function memberMemoryBytes(group: MemberGroup): bigint {
+  return bytesOf(group.localBufferSize) + (group.medium === 'DRAM' ? bytesOf(group.capacityPerMember) : 0n);
 }
 
-/** Objects with keys in sorted order, recursively, so output does not depend on input key order. */
-function sortedKeys<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(sortedKeys) as T;
-  if (value === null || typeof value !== 'object') return value;
-  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return Object.fromEntries(entries.map(([k, v]) => [k, sortedKeys(v)])) as T;
-}
-
-/** The group's securityContext over the fabric's: user fields win, capabilities.add is the sorted union. */
-export function mergeSecurityContext(fabricCaps: string[], user: SecurityContext | undefined) {
-  const add = [...new Set([...fabricCaps, ...(user?.capabilities?.add ?? [])])].sort();
-  const drop = user?.capabilities?.drop;
-  const capabilities = { ...(add.length ? { add } : {}), ...(drop ? { drop } : {}) };
-  const merged: Record<string, unknown> = { ...user };
-  delete merged.capabilities;
-  if (add.length || drop) merged.capabilities = capabilities;
-  return Object.keys(merged).length ? sortedKeys(merged) : undefined;
+/** The fabric's capabilities: locked memory for registering the segment with the NIC. */
+function fabricCapabilities(backend: KVCacheBackend, group: MemberGroup): string[] {
+  return usesHostFabric(backend, group) ? ['IPC_LOCK', 'SYS_RESOURCE'] : [];
 }
 
 function memberVolumes(group: MemberGroup) {
   const disk = groupDisk(group);
   return [
+    scratchVolume,
     ...(disk ? [tierVolume(disk)] : []),
     ...(group.hostPaths ?? []).map((h, i) => ({
       name: `host-path-${i}`,
@@ -147,6 +136,7 @@ function memberVolumes(group: MemberGroup) {
 function memberVolumeMounts(group: MemberGroup) {
   const disk = groupDisk(group);
   return [
+    scratchMount,
     ...(disk ? [{ name: localDiskVolume, mountPath: disk.path }] : []),
     ...(group.hostPaths ?? []).map((h, i) => ({
       name: `host-path-${i}`,
@@ -159,13 +149,7 @@ function memberVolumeMounts(group: MemberGroup) {
 function memberContainer(backend: KVCacheBackend, index: number, ctx: BackendRenderContext) {
   const group = managedConnection(backend).members[index]!;
   const images = resolveImages(backend, ctx.defaultImage);
-  const fabric = usesHostFabric(backend, group);
-  const securityContext = mergeSecurityContext(
-    fabric ? ['IPC_LOCK', 'SYS_RESOURCE'] : [],
-    group.securityContext,
-  );
-  const mounts = memberVolumeMounts(group);
-  const resources = memberResources(backend, group);
+  const port = memberPort(index);
   return {
     name: 'member',
     image: images.members[index]!,
@@ -173,14 +157,23 @@ function memberContainer(backend: KVCacheBackend, index: number, ctx: BackendRen
     command: ['kvpool-store'],
     args: memberArgs(group, index),
     env: memberEnv(backend, group, ctx),
-    ...(Object.keys(resources).length ? { resources } : {}),
-    // The REST port opens only after the segment is mounted, so Ready means mounted.
-    readinessProbe: { tcpSocket: { port: memberPort(index) }, periodSeconds: 1, failureThreshold: 3 },
-    ...(securityContext ? { securityContext } : {}),
-    ...(mounts.length ? { volumeMounts: mounts } : {}),
-    ...(groupDisk(group) ? { lifecycle: unmountHook(memberPort(index), tierGraceSeconds(backend)) } : {}),
+    resources: memberResources(memberMemoryBytes(group), fabricLimits(backend, group)),
+    // The REST port opens only after the segment is mounted, so Ready means mounted. Mounting a large
+    // segment takes a while: liveness starts once the port first opened.
+    startupProbe: { tcpSocket: { port }, periodSeconds: 5, failureThreshold: 120 },
+    readinessProbe: { tcpSocket: { port }, periodSeconds: 1, failureThreshold: 3 },
+    livenessProbe: { tcpSocket: { port }, periodSeconds: 10, failureThreshold: 6 },
+    securityContext: storeSecurityContext(fabricCapabilities(backend, group), group.securityContext),
+    volumeMounts: memberVolumeMounts(group),
+    ...(groupDisk(group) ? { lifecycle: unmountHook(port, tierGraceSeconds(backend)) } : {}),
     terminationMessagePolicy: 'FallbackToLogsOnError',
   };
+}
+
+/** The user a group's member runs as, which its tier directory belongs to. */
+export function memberUser(backend: KVCacheBackend, index: number): number {
+  const group = managedConnection(backend).members[index]!;
+  return effectiveUser(fabricCapabilities(backend, group), group.securityContext);
 }
 
 function tierGraceSeconds(backend: KVCacheBackend): number {
@@ -189,38 +182,31 @@ function tierGraceSeconds(backend: KVCacheBackend): number {
 
 function memberPodSpec(backend: KVCacheBackend, index: number, ctx: BackendRenderContext) {
   const group = managedConnection(backend).members[index]!;
-  const election = electionOn(backend);
+  const readsLease = membersReadLease(backend);
   const fabric = usesHostFabric(backend, group);
   const disk = groupDisk(group);
   const images = resolveImages(backend, ctx.defaultImage);
   const pullSecrets = backend.spec.imagePullSecrets;
-  const volumes = memberVolumes(group);
   return {
     nodeSelector: sortedKeys(group.nodeSelector),
-    automountServiceAccountToken: election,
-    ...(election ? { serviceAccountName: memberAccountName(backend) } : {}),
+    // Only a member that follows the Lease talks to the API.
+    automountServiceAccountToken: readsLease,
+    ...(readsLease ? { serviceAccountName: memberAccountName(backend) } : {}),
     ...(pullSecrets?.length ? { imagePullSecrets: pullSecrets.map((s) => ({ name: s.name })) } : {}),
     ...(group.runtimeClassName ? { runtimeClassName: group.runtimeClassName } : {}),
     ...(fabric ? { hostNetwork: true } : {}),
     dnsPolicy: fabric ? 'ClusterFirstWithHostNet' : 'ClusterFirst',
     terminationGracePeriodSeconds: memberShutdownSeconds + (disk ? tierGraceSeconds(backend) : 0),
-    ...(disk ? { initContainers: [surveyContainer(disk, images.members[index]!, images.pullPolicy)] } : {}),
+    ...(disk
+      ? {
+          initContainers: [
+            surveyContainer(disk, images.members[index]!, images.pullPolicy, memberUser(backend, index)),
+          ],
+        }
+      : {}),
     containers: [memberContainer(backend, index, ctx)],
-    ...(volumes.length ? { volumes } : {}),
+    volumes: memberVolumes(group),
   };
-}
-
-/** sha256 of the template's canonical JSON without nodeSelector and this hash, so selector edits restart nothing. */
-export function podSpecHash(template: { metadata?: object; spec?: object }): string {
-  const metadata = { ...(template.metadata ?? {}) } as { annotations?: Record<string, string> };
-  if (metadata.annotations) {
-    const { [podSpecHashAnnotation]: _hash, ...rest } = metadata.annotations;
-    if (Object.keys(rest).length) metadata.annotations = rest;
-    else delete metadata.annotations;
-  }
-  const { nodeSelector: _selector, ...spec } = (template.spec ?? {}) as { nodeSelector?: unknown };
-  const canonical = JSON.stringify(sortedKeys({ ...template, metadata, spec }));
-  return createHash('sha256').update(canonical).digest('hex');
 }
 
 /** The DaemonSet `<backend>-member-<index>` for member group `index`. */

@@ -3,6 +3,7 @@
 import type { MemberGroup } from '../../api/kvcache-backend.ts';
 import { shellQuote } from '../../shell.ts';
 import { parseQuantityBytes } from './quantity.ts';
+import { smallJobResources, storeSecurityContext } from './render-hardening.ts';
 
 export type LocalDisk = NonNullable<MemberGroup['localDisks']>[number];
 export type EnvVar = { name: string; value?: string; valueFrom?: { fieldRef: { fieldPath: string } } };
@@ -81,13 +82,15 @@ export function surveyScript(path: string): string {
   ].join('; ');
 }
 
-/** The init container whose termination message tells whether the tier started empty. */
-export function surveyContainer(disk: LocalDisk, image: string, pullPolicy: string) {
+/** The init container whose termination message tells whether the tier started empty; it runs as the member does. */
+export function surveyContainer(disk: LocalDisk, image: string, pullPolicy: string, user: number) {
   return {
     name: 'local-disk-survey',
     image,
     imagePullPolicy: pullPolicy,
     command: ['sh', '-c', surveyScript(disk.path)],
+    resources: smallJobResources,
+    securityContext: storeSecurityContext([], { runAsUser: user }),
     volumeMounts: [{ name: localDiskVolume, mountPath: disk.path, readOnly: true }],
     terminationMessagePolicy: 'File',
   };

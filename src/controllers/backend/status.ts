@@ -7,6 +7,7 @@ import { capacityFrom, type StoreObservation } from '../../store/observe.ts';
 import { type DecidedCondition, decided, nameList } from '../conditions.ts';
 import type { PodView } from './pod-view.ts';
 import { formatBinarySI } from './quantity.ts';
+import type { MemberRollPlan } from './rollout-plan.ts';
 import { membersVerdict, poolWritesVerdict } from './status-members.ts';
 
 export { endpointHost } from './status-members.ts';
@@ -38,6 +39,10 @@ export interface BackendView {
   deployment?: DeploymentView;
   /** Two-step raise of leader replicas in progress. */
   replicasPending?: boolean;
+  /** Where the member rollout stands (one Pod at a time). */
+  memberRoll?: MemberRollPlan;
+  /** Why leadership stays or moves while a leader rollout or a drain is under way. */
+  handover?: string;
   election: boolean;
   lease?: { holder?: string };
   /** Rows of the previous status, kept when a listing fails. */
@@ -169,19 +174,25 @@ function rolloutVerdict(v: BackendView): DecidedCondition | undefined {
       'the elected template runs at one replica first; the replicas are raised once no old replica remains',
     );
   }
-  if (d.updated === d.replicas && d.replicas === d.desired) {
+  const members = v.memberRoll && v.memberRoll.kind !== 'done' ? v.memberRoll.message : undefined;
+  if (d.updated !== d.replicas || d.replicas !== d.desired) {
+    const more = [v.handover, members]
+      .filter(Boolean)
+      .map((m) => `; ${m}`)
+      .join('');
     return cond(
       'RolloutComplete',
-      'True',
-      'Complete',
-      `every leader replica (${d.desired}) runs the current template`,
+      'False',
+      'Progressing',
+      `${d.updated} of ${d.desired} leader replicas run the current template (${d.replicas} exist)${more}`,
     );
   }
+  if (members) return cond('RolloutComplete', 'False', 'MembersRolling', members);
   return cond(
     'RolloutComplete',
-    'False',
-    'Progressing',
-    `${d.updated} of ${d.desired} leader replicas run the current template (${d.replicas} exist)`,
+    'True',
+    'Complete',
+    `every leader replica (${d.desired}) and member Pod runs the current template`,
   );
 }
 

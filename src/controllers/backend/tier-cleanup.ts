@@ -9,6 +9,9 @@ import { shellQuote } from '../../shell.ts';
 import { type OperatorContext, workerApiVersion } from '../context.ts';
 import { groupDisk, managedConnection, resolveImages } from './effective-spec.ts';
 import { backendLabels, backendOwnerReference } from './labels.ts';
+import { tierCleanupComponent } from './render-access.ts';
+import { smallJobResources, storeSecurityContext } from './render-hardening.ts';
+import { memberUser } from './render-members.ts';
 
 type Node = KubeObject & { metadata: { labels?: Record<string, string> } };
 type CleanupPod = KubeObject & { status?: { phase?: string } };
@@ -169,7 +172,7 @@ export class TierCleanup {
       metadata: {
         name,
         namespace: this.ctx.namespace,
-        labels: backendLabels(backend.metadata.name!, 'tier-cleanup'),
+        labels: backendLabels(backend.metadata.name!, tierCleanupComponent),
         ownerReferences: [backendOwnerReference(backend)],
       },
       spec: {
@@ -177,13 +180,18 @@ export class TierCleanup {
         restartPolicy: 'Never',
         tolerations: [{ operator: 'Exists' }],
         imagePullSecrets: backend.spec.imagePullSecrets,
-        securityContext: { runAsUser: 0, runAsGroup: 0 },
+        // No API access and no network (a NetworkPolicy cuts it off): it only empties a directory.
+        automountServiceAccountToken: false,
+        enableServiceLinks: false,
         containers: [
           {
             name: 'empty-tier',
             image,
             // The directory stays (the admin made it, with its owner); only its content goes.
             command: ['sh', '-c', `find ${shellQuote(job.path)} -mindepth 1 -delete`],
+            resources: smallJobResources,
+            // The member's own user wrote the content, so that user can remove it.
+            securityContext: storeSecurityContext([], { runAsUser: memberUser(backend, job.group) }),
             volumeMounts: [{ name: 'local-disk', mountPath: job.path }],
           },
         ],

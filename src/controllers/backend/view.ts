@@ -5,10 +5,17 @@ import type { KVCacheBackend } from '../../api/types.ts';
 import type { StoreObservation } from '../../store/observe.ts';
 import type { OperatorContext } from '../context.ts';
 import { anyDiskTier, electionOn, managedConnection } from './effective-spec.ts';
-import { componentLabel, leaderName, memberComponent, memberDaemonSetName } from './labels.ts';
+import {
+  adminServiceName,
+  componentLabel,
+  leaderName,
+  memberComponent,
+  memberDaemonSetName,
+} from './labels.ts';
 import { type Pod, viewPod } from './pod-view.ts';
 import { leaderAdminPort } from './render-leader.ts';
-import type { BackendView, MemberRow } from './status.ts';
+import type { MemberRollPlan } from './rollout-plan.ts';
+import { type BackendView, endpointHost, type MemberRow } from './status.ts';
 import { decideTierWasEmpty, firstMembers, readSurvey } from './tier-survey.ts';
 import { type BackendInformers, byBackend, byInstance, byInvolvedUid, byService } from './watches.ts';
 
@@ -20,14 +27,14 @@ export function backendUsedBy(informers: BackendInformers, backend: string): Use
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
-/** host:port of the managed leader's admin endpoint: a ready leader Pod behind the leader Service. */
+/** host:port of the managed leader's admin endpoint: a ready leader Pod behind the admin Service. */
 export function managedAdminAddress(
   informers: BackendInformers,
   backend: KVCacheBackend,
   holder?: string,
 ): string | undefined {
   const ready: string[] = [];
-  for (const slice of informers.slices.byIndex(byService, leaderName(backend))) {
+  for (const slice of informers.slices.byIndex(byService, adminServiceName(backend))) {
     const port = slice.ports?.find((p) => p.name === 'admin')?.port ?? leaderAdminPort;
     for (const e of slice.endpoints ?? []) {
       if (e.conditions?.ready && e.addresses[0]) ready.push(`${e.addresses[0]}:${port}`);
@@ -37,6 +44,13 @@ export function managedAdminAddress(
   // While a failover briefly shows two ready replicas, the Lease holder is the one serving.
   const holderHost = holder?.split(':')[0];
   return ready.find((a) => a.split(':')[0] === holderHost) ?? ready[0];
+}
+
+/** Hosts the master lists a segment from, in its latest listing; undefined without one. */
+export function mountedHosts(store: StoreObservation | undefined): ReadonlySet<string> | undefined {
+  const listing = store?.segments;
+  if (!listing?.ok || !listing.value.served) return undefined;
+  return new Set(listing.value.segments.flatMap((s) => endpointHost(s.teEndpoint) ?? []));
 }
 
 export function externalAdminAddress(backend: KVCacheBackend): string | undefined {
@@ -84,6 +98,8 @@ export function buildBackendView(
     store?: StoreObservation;
     renderProblem?: string;
     replicasPending?: boolean;
+    memberRoll?: MemberRollPlan;
+    handover?: string;
   },
 ): BackendView {
   const name = backend.metadata.name!;
@@ -124,6 +140,8 @@ export function buildBackendView(
       observedGeneration: deployment.status?.observedGeneration ?? 0,
     },
     replicasPending: extra.replicasPending,
+    memberRoll: extra.memberRoll,
+    handover: extra.handover,
     election: managed && electionOn(backend),
     lease: lease ? { holder: lease.spec?.holderIdentity || undefined } : undefined,
     previousMembers: backend.status?.members as MemberRow[] | undefined,

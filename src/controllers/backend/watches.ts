@@ -2,9 +2,10 @@
 import type { KVCacheBackend, KVCachePool } from '../../api/types.ts';
 import type { Controller } from '../../kube/controller.ts';
 import type { Informer } from '../../kube/informer.ts';
+import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { type OperatorContext, workerApiVersion } from '../context.ts';
-import { instanceLabel, nameLabel } from './labels.ts';
+import { componentLabel, instanceLabel, nameLabel } from './labels.ts';
 import type { Pod } from './pod-view.ts';
 
 export type Deployment = KubeObject & {
@@ -21,6 +22,7 @@ export type EndpointSlice = KubeObject & {
   ports?: { name?: string; port?: number }[];
 };
 export type Lease = KubeObject & { spec?: { holderIdentity?: string; leaseTransitions?: number } };
+export type Node = KubeObject & { spec?: { unschedulable?: boolean } };
 
 export interface BackendInformers {
   backends: Informer<KVCacheBackend>;
@@ -31,6 +33,8 @@ export interface BackendInformers {
   services: Informer<KubeObject>;
   slices: Informer<EndpointSlice>;
   leases: Informer<Lease>;
+  /** Nodes, for whether a leader's node is cordoned (a drain hands leadership over first). */
+  nodes: Informer<Node>;
   /** Warning events about mounts the kubelet could not make (a missing tier directory). */
   mountFailures: Informer<MountEvent>;
 }
@@ -90,6 +94,7 @@ export function backendInformers(ctx: OperatorContext): BackendInformers {
       indexers: { [byService]: (s) => [s.metadata.labels?.['kubernetes.io/service-name'] ?? ''] },
     }),
     leases: f.get<Lease>({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: ns }),
+    nodes: f.get<Node>({ apiVersion: 'v1', kind: 'Node' }),
     mountFailures: f.get<MountEvent>({
       apiVersion: 'v1',
       kind: 'Event',
@@ -100,9 +105,10 @@ export function backendInformers(ctx: OperatorContext): BackendInformers {
   };
 }
 
-/** `<backend>-leader` → `<backend>`, for objects named after the leader. */
+/** `<backend>-leader` or `<backend>-admin` → `<backend>`, for objects named after the leader. */
 export function leaderOwner(name: string | undefined): string[] {
-  return name?.endsWith('-leader') ? [name.slice(0, -'-leader'.length)] : [];
+  const suffix = ['-leader', '-admin'].find((s) => name?.endsWith(s));
+  return name && suffix ? [name.slice(0, -suffix.length)] : [];
 }
 
 export function wireBackendWatches(controller: Controller, i: BackendInformers, ctx: OperatorContext): void {
@@ -119,10 +125,22 @@ export function wireBackendWatches(controller: Controller, i: BackendInformers, 
     return pod ? instanceOf(pod) : [];
   });
   controller.watch(i.leases, (l, event, old) =>
-    event === 'update' && old?.spec?.holderIdentity === l.spec?.holderIdentity
+    event === 'update' &&
+    old?.spec?.holderIdentity === l.spec?.holderIdentity &&
+    old?.metadata.annotations?.[stepDownAnnotation] === l.metadata.annotations?.[stepDownAnnotation]
       ? []
       : leaderOwner(l.metadata.name),
   );
+  // A cordoned (or uncordoned) node concerns the backends whose leader Pods run there.
+  controller.watch(i.nodes, (n, event, old) => {
+    if (event === 'update' && Boolean(old?.spec?.unschedulable) === Boolean(n.spec?.unschedulable)) return [];
+    const leaders = i.pods
+      .list()
+      .filter(
+        (p) => p.spec?.nodeName === n.metadata.name && p.metadata.labels?.[componentLabel] === 'leader',
+      );
+    return [...new Set(leaders.flatMap(instanceOf))];
+  });
   // A changed default image reaches every backend that relies on it.
   controller.watch(ctx.settings.informer, (s) =>
     s.metadata.name === 'kv-cache-backend-image' ? i.backends.list().map((b) => b.metadata.name!) : [],

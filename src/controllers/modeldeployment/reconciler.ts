@@ -9,13 +9,13 @@ import type { KubeObject } from '../../kube/object.ts';
 import { applyChild, applyStatus, ensureFinalizer, removeFinalizer } from '../apply.ts';
 import { parseQuantityBytes } from '../backend/quantity.ts';
 import { mergeConditions } from '../conditions.ts';
-import type { OperatorContext } from '../context.ts';
+import { fieldManagers, type OperatorContext } from '../context.ts';
 import { intentConfirmation } from '../current-intent.ts';
 import { resolveCache } from './connection.ts';
 import { renderModelDeployment } from './render.ts';
 import { isTakeOver, servingPort } from './render-engine.ts';
 import { componentLabel, roleKind, roleObjectName } from './render-labels.ts';
-import { readReplicaReports } from './replica-reports.ts';
+import { poolRuntimeVersions } from './runner-image.ts';
 import { decideDeployment, type RoleView } from './status.ts';
 import {
   byInstanceNs,
@@ -55,7 +55,10 @@ export class ModelDeploymentReconciler {
   async reconcile(key: string): Promise<ReconcileResult | undefined> {
     const { namespace, name } = splitKey(key);
     const md = this.informers.modelDeployments.get(name, namespace);
-    if (!md) return undefined;
+    if (!md) {
+      this.ctx.replicas.unfollow(key);
+      return undefined;
+    }
     if (md.metadata.deletionTimestamp) return this.teardown(md);
     await ensureFinalizer(this.ctx.client, md);
 
@@ -65,36 +68,73 @@ export class ModelDeploymentReconciler {
     const backend = pool ? i.backends.get(pool.spec.backends[0]!) : undefined;
     const cache = resolveCache(md, binding, pool, backend);
     const instanceTypes = new Map(i.instanceTypes.list().map((t) => [t.metadata.name!, t as InstanceType]));
-    let rendered: ReturnType<typeof renderModelDeployment>;
+    let rendered: ReturnType<typeof renderModelDeployment> | undefined;
+    let renderFailure: string | undefined;
     try {
       rendered = renderModelDeployment(md, {
         instanceTypes,
         connection: cache.connection,
         dtypeOwned: this.ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
         overcommit: this.ctx.settings.bool('instance-general-resources-overcommit'),
+        runtimeVersions: await this.runtimeVersions(md, instanceTypes),
       });
     } catch (err) {
-      // Nothing sensible can be written: say why on the object, and look again later.
-      await this.ctx.events.record(
-        md,
-        'Warning',
-        'RenderFailed',
-        err instanceof Error ? err.message : String(err),
-      );
-      return { requeueAfterMs: 30_000 };
+      // Nothing can be applied: the status and an event say why, and the replicas run as they are.
+      renderFailure = err instanceof Error ? err.message : String(err);
+      await this.ctx.events.record(md, 'Warning', 'RenderFailed', renderFailure);
     }
+    const heldByCache = rendered ? await this.applyChildren(md, rendered, Boolean(cache.connection)) : false;
+
+    const roles = this.roleViews(md);
+    // Replicas are read by the watcher, which wakes this pass when what they report changes.
+    this.ctx.replicas.follow(key, md.spec.kvCache ? this.readyReplicaEndpoints(md) : [], () =>
+      this.controller.enqueue(key),
+    );
+    const usage = binding?.status?.usage;
+    const d = decideDeployment({
+      md,
+      roles,
+      cache,
+      heldByCache,
+      reports: md.spec.kvCache ? this.ctx.replicas.latest(key) : undefined,
+      domainUsageBytes: usage === undefined ? undefined : Number(parseQuantityBytes(usage)),
+      renderFailure,
+    });
+    await applyStatus(this.ctx.client, md as KubeObject & { status?: Record<string, unknown> }, {
+      phase: d.phase,
+      phaseMessage: d.phaseMessage,
+      conditions: mergeConditions(md.status?.conditions, d.conditions, md.metadata.generation, new Date()),
+      ...d.status,
+    });
+    return { requeueAfterMs: renderFailure ? 30_000 : 15_000 };
+  }
+
+  /** Applies the rendered children; true when replicas were kept as they run (no cache connection). */
+  private async applyChildren(
+    md: ModelDeployment,
+    rendered: ReturnType<typeof renderModelDeployment>,
+    connected: boolean,
+  ): Promise<boolean> {
+    const namespace = md.metadata.namespace!;
+    const i = this.informers;
     let heldByCache = false;
     for (const d of rendered.deployments) {
       const live = i.workloads.get(d.metadata.name!, namespace);
       const liveInjected = Boolean(live?.spec?.template?.metadata?.annotations?.[injectedAnnotation]);
-      if (md.spec.kvCache && !cache.connection && live && liveInjected) {
+      if (md.spec.kvCache && !connected && live && liveInjected) {
         // No connection this pass: keep the replicas as they run (a store blink must not restart them all).
         heldByCache = true;
         const replicas = (d as { spec?: { replicas?: number } }).spec?.replicas;
+        // The count alone, applied by its own field manager: the template stays as it runs.
         if (live.spec?.replicas !== replicas)
-          await this.ctx.client.mergePatch(
-            { apiVersion: 'apps/v1', kind: 'Deployment', namespace, name: d.metadata.name! },
-            { spec: { replicas } },
+          await this.ctx.client.apply(
+            {
+              apiVersion: 'apps/v1',
+              kind: 'Deployment',
+              metadata: { name: d.metadata.name, namespace },
+              spec: { replicas },
+            } as KubeObject,
+            { fieldManager: fieldManagers.replicas },
           );
         continue;
       }
@@ -108,26 +148,27 @@ export class ModelDeploymentReconciler {
         this.appliedOnce,
       );
     await this.prune(md, rendered.deployments, rendered.services);
+    return heldByCache;
+  }
 
-    const roles = this.roleViews(md);
-    const readyEndpoints = this.readyReplicaEndpoints(md);
-    const reports = md.spec.kvCache ? await readReplicaReports(readyEndpoints) : undefined;
-    const usage = binding?.status?.usage;
-    const d = decideDeployment({
-      md,
-      roles,
-      cache,
-      heldByCache,
-      reports,
-      domainUsageBytes: usage === undefined ? undefined : Number(parseQuantityBytes(usage)),
-    });
-    await applyStatus(this.ctx.client, md as KubeObject & { status?: Record<string, unknown> }, {
-      phase: d.phase,
-      phaseMessage: d.phaseMessage,
-      conditions: mergeConditions(md.status?.conditions, d.conditions, md.metadata.generation, new Date()),
-      ...d.status,
-    });
-    return { requeueAfterMs: 15_000 };
+  /** The lowest runtime version of each InstanceType a role without an image runs on; skew is reported. */
+  private async runtimeVersions(md: ModelDeployment, types: Map<string, InstanceType>) {
+    const out = new Map<string, string>();
+    const nodes = this.informers.nodes.list();
+    for (const role of md.spec.roles) {
+      const type = types.get(role.instanceType);
+      if (!type || role.image || md.spec.engine.image || out.has(role.instanceType)) continue;
+      const versions = poolRuntimeVersions(type, nodes);
+      if (versions[0]) out.set(role.instanceType, versions[0]);
+      if (versions.length > 1)
+        await this.ctx.events.record(
+          md,
+          'Warning',
+          'RuntimeVersionSkew',
+          `the nodes of InstanceType ${role.instanceType} run accelerator runtimes ${versions.join(', ')}; role ${role.name}'s image is tagged for the lowest, ${versions[0]}`,
+        );
+    }
+    return out;
   }
 
   private roleViews(md: ModelDeployment): RoleView[] {
@@ -174,6 +215,7 @@ export class ModelDeploymentReconciler {
 
   /** The finalizer holds the Binding (via usedBy) until the replicas are gone. */
   private async teardown(md: ModelDeployment): Promise<ReconcileResult | undefined> {
+    this.ctx.replicas.unfollow(`${md.metadata.namespace}/${md.metadata.name}`);
     const owned = this.owned(md);
     for (const o of [...owned.deployments, ...owned.services]) {
       if (!o.metadata.deletionTimestamp) {

@@ -6,6 +6,7 @@ import { defaultEnv } from '../../inject/env.ts';
 import { flagValue, hasFlag } from '../../inject/owned-keys.ts';
 import type { EngineFamily, EnvVar } from '../../inject/types.ts';
 import { roleResources } from './render-resources.ts';
+import { engineImage } from './runner-image.ts';
 
 export const engineContainerName = 'engine';
 export const defaultServingPort = 8000;
@@ -19,17 +20,6 @@ export function isTakeOver(role: ModelDeploymentRole): boolean {
 export function engineFamily(md: ModelDeployment, type: InstanceType): EngineFamily {
   if (md.spec.engine.name === 'SGLang') return 'sglang';
   return type.spec.manufacturer?.toLowerCase() === 'ascend' ? 'vllm-ascend' : 'vllm';
-}
-
-export function engineImage(md: ModelDeployment, role: ModelDeploymentRole): string {
-  const explicit = role.image ?? md.spec.engine.image;
-  if (explicit) return explicit;
-  const version = md.spec.engine.version;
-  if (!version)
-    throw new Error(
-      `role ${role.name} has no image and spec.engine.version is unset; set spec.engine.version (for example 0.29.0) or an image`,
-    );
-  return `gpustack/runner:${md.spec.engine.name === 'SGLang' ? 'sglang' : 'vllm'}${version}`;
 }
 
 /** The port the engine serves on: the role's first port, else 8000. */
@@ -121,11 +111,12 @@ export function engineContainer(
   type: InstanceType,
   draft: EngineDraft,
   overcommit: boolean,
+  runtimeVersion?: string,
 ): Record<string, unknown> {
   const engine = engineFamily(md, type);
   return {
     name: engineContainerName,
-    image: engineImage(md, role),
+    image: engineImage(md, role, type, runtimeVersion),
     ...(role.imagePullPolicy ? { imagePullPolicy: role.imagePullPolicy } : {}),
     command: [...draft.command, ...draft.args],
     ...(draft.env.length ? { env: draft.env } : {}),

@@ -31,6 +31,8 @@ export interface ModelDeploymentRenderContext {
   connection?: CacheConnection;
   dtypeOwned: boolean;
   overcommit: boolean;
+  /** The lowest accelerator runtime version of each InstanceType's nodes (forms the default image). */
+  runtimeVersions?: Map<string, string>;
 }
 
 export interface RenderedModelDeployment {
@@ -121,7 +123,9 @@ function podTemplate(md: ModelDeployment, role: ModelDeploymentRole, ctx: ModelD
   const spec = {
     terminationGracePeriodSeconds: role.terminationGracePeriodSeconds ?? 30,
     ...(pullSecrets?.length ? { imagePullSecrets: pullSecrets.map((s) => ({ name: s.name })) } : {}),
-    containers: [engineContainer(md, role, type, pod.draft, ctx.overcommit)],
+    containers: [
+      engineContainer(md, role, type, pod.draft, ctx.overcommit, ctx.runtimeVersions?.get(role.instanceType)),
+    ],
     ...(pod.volumes.length ? { volumes: pod.volumes } : {}),
   };
   const labels = roleLabels(md, role);

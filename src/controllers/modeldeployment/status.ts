@@ -31,6 +31,8 @@ export interface DeploymentView {
   reports?: CacheReports;
   /** Bytes the deployment's domain holds on the store, from its Binding (undefined: not reported). */
   domainUsageBytes?: number;
+  /** Why the roles could not be rendered this pass (nothing was applied), if so. */
+  renderFailure?: string;
 }
 
 function cacheAttached(v: DeploymentView): DecidedCondition {
@@ -84,6 +86,14 @@ function cacheAttached(v: DeploymentView): DecidedCondition {
 }
 
 function upToDate(v: DeploymentView): DecidedCondition {
+  if (v.renderFailure) {
+    return decided(
+      'ReplicasUpToDate',
+      'False',
+      'RenderFailed',
+      `the roles cannot be rendered, so nothing of this spec is applied and the replicas run as they were: ${v.renderFailure}`,
+    );
+  }
   if (v.heldByCache) {
     return decided(
       'ReplicasUpToDate',
@@ -140,6 +150,8 @@ export function decideDeployment(v: DeploymentView) {
   let phase: string;
   let phaseMessage: string;
   if (md.metadata.deletionTimestamp) [phase, phaseMessage] = ['Deleting', 'removing the replicas'];
+  else if (v.renderFailure)
+    [phase, phaseMessage] = [readyAny ? 'Degraded' : 'Starting', conditions[2]!.message];
   else if (kindsReady) [phase, phaseMessage] = ['Ready', ''];
   else if (readyAny) [phase, phaseMessage] = ['Degraded', conditions[3]!.message];
   else [phase, phaseMessage] = ['Starting', conditions[3]!.message];

@@ -6,6 +6,7 @@ import type { KubeObject } from '../../kube/object.ts';
 import type { Pod } from '../backend/pod-view.ts';
 import { type OperatorContext, workerApiVersion } from '../context.ts';
 import { byBindingRef, byPool, type PoolInformers, poolInformers } from '../pool/watches.ts';
+import { isAcceleratorLabel } from './runner-image.ts';
 
 export const byInstanceNs = 'instance-ns';
 const selector = 'app.kubernetes.io/name=model-deployment';
@@ -20,6 +21,8 @@ export interface DeploymentInformers extends PoolInformers {
   engineServices: Informer<KubeObject>;
   enginePods: Informer<Pod>;
   instanceTypes: Informer<InstanceType>;
+  /** Nodes, for the accelerator runtime version a default image is tagged with. */
+  nodes: Informer<KubeObject>;
 }
 
 const instanceNs = (o: KubeObject) => {
@@ -50,7 +53,13 @@ export function deploymentInformers(ctx: OperatorContext): DeploymentInformers {
       indexers: { [byInstanceNs]: instanceNs },
     }),
     instanceTypes: f.get<InstanceType>({ apiVersion: workerApiVersion, kind: 'InstanceType' }),
+    nodes: f.get({ apiVersion: 'v1', kind: 'Node' }),
   };
+}
+
+function acceleratorLabelsOf(node: KubeObject | undefined): string {
+  const labels = Object.entries(node?.metadata.labels ?? {}).filter(([k]) => isAcceleratorLabel(k));
+  return JSON.stringify(labels.sort(([a], [b]) => (a < b ? -1 : 1)));
 }
 
 export function wireDeploymentWatches(
@@ -68,5 +77,11 @@ export function wireDeploymentWatches(
     i.bindings.byIndex(byPool, p.metadata.name!).flatMap(byBinding),
   );
   controller.watch(i.instanceTypes, () => i.modelDeployments.list().map(objectKey));
+  // Nodes change all the time; only their accelerator labels change an image.
+  controller.watch(i.nodes, (n, event, old) =>
+    event === 'update' && acceleratorLabelsOf(n) === acceleratorLabelsOf(old)
+      ? []
+      : i.modelDeployments.list().map(objectKey),
+  );
   controller.watch(ctx.settings.informer, () => i.modelDeployments.list().map(objectKey));
 }

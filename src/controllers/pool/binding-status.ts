@@ -1,5 +1,6 @@
 // Conditions, phases and figures of Bindings (KV-cache spec §2.3), decided from what one master
 // reported this pass. Pure.
+import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePoolBinding } from '../../api/types.ts';
 import type { LedgerFailure } from '../../store/tenant-ledger.ts';
@@ -18,23 +19,37 @@ export function decideBinding(
   const domain = domainOf(b);
   const conditions: DecidedCondition[] = [];
   const rivals = plan.contested.get(domain)?.filter((x) => x.binding !== b);
+  const foreign = plan.foreign.get(domain)?.binding === b;
   conditions.push(
-    rivals?.length
+    foreign
       ? decided(
           'DomainExclusive',
           'False',
-          'DomainClaimedByMultipleBindings',
-          `domain ${domain} is also claimed on this master by ${nameList(rivals.map((r) => `${r.binding.metadata.namespace}/${r.binding.metadata.name}`))}; it is managed for neither: delete one of them`,
+          'TenantExistsOnMaster',
+          `the master already holds tenant ${domain}, which kvpool did not register: it is left untouched (not written, not deleted with this Binding) and this Binding grants nothing; use another domain.name (create a new Binding), or remove the tenant from the master if nobody uses it`,
         )
-      : decided(
-          'DomainExclusive',
-          'True',
-          'Exclusive',
-          `domain ${domain} belongs to this Binding alone on its master`,
-        ),
+      : rivals?.length
+        ? decided(
+            'DomainExclusive',
+            'False',
+            'DomainClaimedByMultipleBindings',
+            `domain ${domain} is also claimed on this master by ${nameList(rivals.map((r) => `${r.binding.metadata.namespace}/${r.binding.metadata.name}`))}; it is managed for neither: delete one of them`,
+          )
+        : decided(
+            'DomainExclusive',
+            'True',
+            'Exclusive',
+            `domain ${domain} belongs to this Binding alone on its master`,
+          ),
   );
   let figures: Record<string, unknown> = {};
-  if (m.ledgerOff) {
+  if (foreign) {
+    // The tenant's figures are someone else's: none are published here.
+    conditions.push(
+      decided('QuotaObserved', 'True', 'TenantExistsOnMaster', `tenant ${domain} is not this Binding's`),
+      decided('QuotaGranted', 'False', 'TenantExistsOnMaster', `tenant ${domain} is not this Binding's`),
+    );
+  } else if (m.ledgerOff) {
     conditions.push(
       decided(
         'QuotaObserved',
@@ -67,12 +82,14 @@ export function decideBinding(
         ),
       );
       conditions.push(
-        decided(
-          'QuotaGranted',
-          'False',
-          'NoLedgerEntry',
-          `domain ${domain} is not in the master’s ledger yet`,
-        ),
+        writeFailure(b, domain, m) ??
+          ceilingAboveTotal(b, plan) ??
+          decided(
+            'QuotaGranted',
+            'False',
+            'NoLedgerEntry',
+            `domain ${domain} is not in the master’s ledger yet`,
+          ),
       );
     } else {
       const inflight = f.usageIncludesInFlight ? ' (usage includes writes still in flight)' : '';
@@ -88,7 +105,7 @@ export function decideBinding(
           `the master grants ${readable(f.effectiveBytes) ?? 'no figure'} of the ${readable(f.requestedBytes) ?? '?'} requested; ${readable(f.usageBytes) ?? 'no figure'} in use${inflight}${noPolicy}`,
         ),
       );
-      conditions.push(grantCondition(domain, f));
+      conditions.push(writeFailure(b, domain, m) ?? ceilingAboveTotal(b, plan) ?? grantCondition(domain, f));
       figures = {
         ...(bytes(f.requestedBytes) ? { requestedQuota: bytes(f.requestedBytes) } : {}),
         ...(bytes(f.effectiveBytes) ? { effectiveQuota: bytes(f.effectiveBytes) } : {}),
@@ -114,6 +131,30 @@ export function decideBinding(
   return { ...phase, conditions, status: { ...figures, ...(usedBy.length ? { usedBy } : {}) } };
 }
 
+/** A ceiling above the pool's total (a Binding created before its pool): it is not written. */
+function ceilingAboveTotal(b: KVCachePoolBinding, plan: LedgerPlan): DecidedCondition | undefined {
+  const over = plan.overTotal.get(domainOf(b));
+  if (over?.binding !== b) return undefined;
+  return decided(
+    'QuotaGranted',
+    'False',
+    'CeilingAboveTotal',
+    `spec.quota.ceiling ${formatQuantity(over.bytes)} is more than pool ${over.pool}’s quota.total of ${formatQuantity(over.total)}, so it is not written to the master; lower the ceiling or raise the pool’s total`,
+  );
+}
+
+/** This Binding's own ledger write failed this pass: its ceiling is not (yet) what the master holds. */
+function writeFailure(b: KVCachePoolBinding, domain: string, m: MasterReport): DecidedCondition | undefined {
+  const failure = m.putFailures?.get(domain);
+  if (!failure) return undefined;
+  return decided(
+    'QuotaGranted',
+    'False',
+    'LedgerRequestFailed',
+    `writing domain ${domain}'s ceiling (${b.spec.quota.ceiling}) to the master failed: ${failure.message}; retrying`,
+  );
+}
+
 function grantCondition(domain: string, f: TenantFigures): DecidedCondition {
   if (f.effectiveBytes === undefined)
     return decided(
@@ -122,7 +163,7 @@ function grantCondition(domain: string, f: TenantFigures): DecidedCondition {
       'GrantNotExported',
       `the master exports no effective quota for domain ${domain}`,
     );
-  if (f.effectiveBytes <= 0) {
+  if (f.effectiveBytes <= 0n) {
     return decided(
       'QuotaGranted',
       'False',

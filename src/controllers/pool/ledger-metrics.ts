@@ -13,7 +13,7 @@ export const ledgerPassDuration = new Histogram({
 
 export const ledgerPassFailures = new Counter({
   name: 'kvpool_ledger_pass_failures_total',
-  help: 'Ledger passes that did not converge, by backend and the first failure (LedgerUnreachable, QuotaPolicyNotWritable, TenantNotEmpty, Error).',
+  help: 'Ledger passes that did not converge, by backend and the first failure (of the master, else of a tenant write, else of a release): LedgerUnreachable, QuotaPolicyNotWritable, TenantNotEmpty, Error and the like.',
   labelNames: ['backend', 'reason'] as const,
   registers: [registry],
 });
@@ -23,7 +23,7 @@ const knownReasons = ['LedgerUnreachable', 'QuotaPolicyNotWritable', 'TenantNotE
 /** Why a pass did not converge, or undefined when it did. Pure. */
 export function ledgerPassFailure(outcome: LedgerOutcome): string | undefined {
   if (outcome.failure) return outcome.failure.kind;
-  return [...outcome.deleteFailures.values()][0]?.kind;
+  return ([...outcome.putFailures.values()][0] ?? [...outcome.deleteFailures.values()][0])?.kind;
 }
 
 /** Runs one ledger pass for `backend`, timing it and counting it when it does not converge. */

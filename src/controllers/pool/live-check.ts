@@ -13,7 +13,9 @@ type Input = Omit<PlanInput, 'ledger'>;
 export function mayRelease(input: Input, plan: LedgerPlan): boolean {
   return (
     plan.releasing.length > 0 ||
-    [...input.registered].some((d) => !plan.desired.has(d) && !plan.contested.has(d))
+    [...input.registered].some(
+      (d) => !plan.desired.has(d) && !plan.contested.has(d) && !plan.overTotal.has(d),
+    )
   );
 }
 

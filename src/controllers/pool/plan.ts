@@ -16,6 +16,10 @@ export interface LedgerPlan {
   desired: Map<string, Claim>;
   /** Domains two or more Bindings on this master claim: managed for neither. */
   contested: Map<string, Claim[]>;
+  /** Domains a Binding claims whose tenant the master already holds and this operator did not register. */
+  foreign: Map<string, Claim>;
+  /** Domains whose Binding's ceiling is above its pool's quota.total: not written, entry left as it is. */
+  overTotal: Map<string, Claim & { total: bigint }>;
   /** Bindings being deleted with no workload holding them: their entries go first. */
   releasing: KVCachePoolBinding[];
   /** Bindings being deleted but held by workloads: they keep their claim and quota. */
@@ -35,7 +39,7 @@ export interface PlanInput {
   isHeld: (b: KVCachePoolBinding) => boolean;
   /** The ledger as listed this pass; undefined when it could not be read. */
   ledger: LedgerEntry[] | undefined;
-  /** Domains this operator registered before (pool status registries on this master). */
+  /** Domains this operator registered on this master (its tenant registry): the only entries it may write or delete. */
   registered: Set<string>;
 }
 
@@ -59,27 +63,41 @@ export function planLedger(input: PlanInput): LedgerPlan {
     };
     byDomain.set(claim.domain, [...(byDomain.get(claim.domain) ?? []), claim]);
   }
+  const ledger = new Map((input.ledger ?? []).map((e) => [e.tenant, e]));
   const desired = new Map<string, Claim>();
   const contested = new Map<string, Claim[]>();
+  const foreign = new Map<string, Claim>();
+  const overTotal = new Map<string, Claim & { total: bigint }>();
+  const totals = new Map(input.pools.map((p) => [p.metadata.name, parseQuantityBytes(p.spec.quota.total)]));
   for (const [domain, claims] of byDomain) {
-    if (claims.length === 1) desired.set(domain, claims[0]!);
-    else contested.set(domain, claims);
+    const claim = claims[0]!;
+    const total = totals.get(claim.pool);
+    if (claims.length > 1) contested.set(domain, claims);
+    // Someone else's tenant: never overwritten, and never deleted when the Binding goes.
+    else if (ledger.has(domain) && !input.registered.has(domain)) foreign.set(domain, claim);
+    // Admission refuses such a ceiling; a Binding created before its pool is judged here instead.
+    else if (total !== undefined && claim.bytes > total) overTotal.set(domain, { ...claim, total });
+    else desired.set(domain, claim);
   }
-  const ledger = new Map((input.ledger ?? []).map((e) => [e.tenant, e]));
   const puts = [...desired.values()]
     .filter(
       (c) =>
-        ledger.get(c.domain)?.requestedBytes !== Number(c.bytes) || !ledger.get(c.domain)?.explicitPolicy,
+        ledger.get(c.domain)?.requestedBytes !== c.bytes || ledger.get(c.domain)?.explicitPolicy === false,
     )
     .map((c) => ({ tenant: c.domain, bytes: c.bytes }))
     .sort((a, b) => compare(a.tenant, b.tenant));
-  const ours = new Set([...input.registered, ...releasing.map(domainOf)]);
-  const deletes = [...ours]
-    .filter((d) => !desired.has(d) && !contested.has(d) && ledger.get(d)?.explicitPolicy === true)
+  // Only an entry the master says is an explicit policy is deleted: one it does not say about is not ours.
+  const deletes = [...input.registered]
+    .filter(
+      (d) =>
+        !desired.has(d) && !contested.has(d) && !overTotal.has(d) && ledger.get(d)?.explicitPolicy === true,
+    )
     .sort(compare);
   return {
     desired,
     contested,
+    foreign,
+    overTotal,
     releasing,
     held,
     puts: input.ledger ? puts : [],

@@ -5,9 +5,9 @@ import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { gauge } from '../../store/prometheus.ts';
+import { gaugeBytes } from '../../store/prometheus.ts';
 import { allocatableBytes, tenantFigures } from '../../store/tenant-metrics.ts';
-import { applyChild, applyStatus, ensureFinalizer, removeFinalizer } from '../apply.ts';
+import { applyChild, applyStatus, eachWrite, ensureFinalizer, removeFinalizer } from '../apply.ts';
 import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../backend/view.ts';
 import { byBackend } from '../backend/watches.ts';
 import { mergeConditions } from '../conditions.ts';
@@ -17,8 +17,15 @@ import { executeLedger, type LedgerOutcome } from './ledger.ts';
 import { measureLedgerPass } from './ledger-metrics.ts';
 import { heldLive, liveInput, mayRelease, poolInUseLive } from './live-check.ts';
 import { domainOf, planLedger } from './plan.ts';
-import { renderSeedConfigMap } from './seed-policy.ts';
+import {
+  parsePolicy,
+  policyKey,
+  renderSeedConfigMap,
+  seedConfigMapName,
+  seedTenants,
+} from './seed-policy.ts';
 import { type Decision, decidePool, type MasterReport } from './status.ts';
+import { readRegistry, writeRegistry } from './tenant-registry.ts';
 import {
   byBindingRef,
   byPool,
@@ -67,7 +74,8 @@ export class PoolReconciler {
     const report: MasterReport = { ledgerOff: false, retained: new Set() };
     const address = this.resolve(key, backend, report);
     this.ctx.store.follow(`pool/${key}`, address, () => this.controller.enqueue(key));
-    const registered = new Set(pools.flatMap((p) => (p.status?.domains ?? []).map((d) => d.name)));
+    const registered =
+      (backend && (await readRegistry(this.ctx.client, this.ctx.namespace, key))) ?? new Set();
     let input = {
       pools,
       bindings,
@@ -81,23 +89,32 @@ export class PoolReconciler {
       plan = planLedger({ ...input, ledger: undefined });
     }
     // Locked before anything is written to the master, so no ledger entry outlives its Binding.
-    for (const o of [...pools, ...bindings])
-      if (!o.metadata.deletionTimestamp) await ensureFinalizer(this.ctx.client, o);
+    await eachWrite(
+      [...pools, ...bindings].filter((o) => !o.metadata.deletionTimestamp),
+      (o) => ensureFinalizer(this.ctx.client, o),
+    );
     let outcome: LedgerOutcome | undefined;
     if (address && !report.ledgerOff) {
-      outcome = await measureLedgerPass(key, () => executeLedger(address, input, plan));
+      outcome = await measureLedgerPass(key, () =>
+        executeLedger(address, input, plan, (tenants) =>
+          writeRegistry(this.ctx.client, backend!, this.ctx.namespace, tenants),
+        ),
+      );
       plan = outcome.plan;
       report.ledgerOff = outcome.ledgerOff;
       report.ledgerFailure = outcome.failure;
       report.retained = outcome.retained;
+      report.putFailures = outcome.putFailures;
     }
-    if (backend?.spec.connection.managed) await this.seed(backend, plan, outcome);
+    if (backend?.spec.connection.managed)
+      await this.seed(backend, plan, outcome, outcome?.registered ?? input.registered);
     await this.readBack(address, report, outcome?.wrote ?? false);
 
     const releasedAll = !backend || report.ledgerOff;
-    for (const b of plan.releasing) {
+    await eachWrite(plan.releasing, async (b) => {
       const failure = outcome?.deleteFailures.get(domainOf(b));
-      if (releasedAll || (outcome && !failure && !outcome.failure)) await removeFinalizer(this.ctx.client, b);
+      // Released once the master was listed and this Binding's own entry is gone (or never was ours).
+      if (releasedAll || (outcome?.listed && !failure)) await removeFinalizer(this.ctx.client, b);
       else {
         const why = failure ??
           outcome?.failure ?? {
@@ -107,10 +124,12 @@ export class PoolReconciler {
           };
         await this.writeStatus(b, decideBinding(b, plan, report, [], why));
       }
-    }
-    for (const b of bindings.filter((x) => !plan.releasing.includes(x))) {
-      await this.writeStatus(b, decideBinding(b, plan, report, this.usedBy(b)));
-    }
+    });
+    const releasing = new Set(plan.releasing);
+    await eachWrite(
+      bindings.filter((x) => !releasing.has(x)),
+      (b) => this.writeStatus(b, decideBinding(b, plan, report, this.usedBy(b))),
+    );
     for (const p of pools) {
       const own = bindings.filter((b) => b.spec.poolRef.name === p.metadata.name);
       const d = decidePool(p, own, plan, report);
@@ -165,16 +184,20 @@ export class PoolReconciler {
     backend: KVCacheBackend,
     plan: ReturnType<typeof planLedger>,
     outcome: LedgerOutcome | undefined,
+    registered: Set<string>,
   ) {
-    const tenants = new Map<string, bigint>([...plan.desired].map(([d, claim]) => [d, claim.bytes]));
-    for (const [d, entry] of outcome?.kept ?? []) tenants.set(d, BigInt(entry.requestedBytes));
+    const live = this.informers.policies.get(seedConfigMapName(backend.metadata.name!), this.ctx.namespace) as
+      | (KubeObject & { data?: Record<string, string> })
+      | undefined;
+    const tenants = seedTenants({
+      desired: new Map([...plan.desired].map(([d, claim]) => [d, claim.bytes])),
+      registered,
+      listed: outcome?.listed,
+      deleted: outcome?.deleted,
+      previous: parsePolicy(live?.data?.[policyKey]),
+    });
     const cm = renderSeedConfigMap(backend, this.ctx.namespace, tenants);
-    await applyChild(
-      this.ctx.client,
-      cm,
-      this.informers.policies.get(cm.metadata.name!, this.ctx.namespace),
-      this.appliedOnce,
-    );
+    await applyChild(this.ctx.client, cm, live, this.appliedOnce);
   }
 
   /** One scrape per master per pass: fresh after a ledger write, else the watcher's latest. */
@@ -186,7 +209,7 @@ export class PoolReconciler {
     if (!o.metrics?.ok) return;
     report.figures = tenantFigures(o.metrics.value);
     report.allocatableBytes = report.ledgerOff
-      ? gauge(o.metrics.value, 'master_total_capacity_bytes')
+      ? gaugeBytes(o.metrics.value, 'master_total_capacity_bytes')
       : allocatableBytes(o.metrics.value);
   }
 

@@ -17,12 +17,14 @@ export interface MasterReport {
   };
   /** The master keeps no tenant ledger (declared off, or it answered so). */
   ledgerOff: boolean;
-  /** A ledger request failed this pass (list, put or delete other than a refused delete). */
+  /** The master's ledger failed as a whole this pass (its listing, or a policy it cannot persist). */
   ledgerFailure?: LedgerFailure;
+  /** Tenants whose write failed this pass, each reported on its own Binding. */
+  putFailures?: Map<string, LedgerFailure>;
   /** Per-tenant figures from this pass's scrape; undefined when the master was not scraped. */
   figures?: Map<string, TenantFigures>;
   /** What the master can allocate: the tenant gauge, or its total capacity without a ledger. */
-  allocatableBytes?: number;
+  allocatableBytes?: bigint;
   /** Domains whose delete the master refused because they still hold data. */
   retained: Set<string>;
   clientEndpoint?: string;
@@ -35,8 +37,7 @@ export interface Decision<S> {
   status: S;
 }
 
-export const bytes = (n: number | undefined) =>
-  n === undefined || !Number.isFinite(n) ? undefined : formatBinarySI(BigInt(Math.trunc(n)));
+export const bytes = (n: bigint | undefined) => (n === undefined ? undefined : formatBinarySI(n));
 
 /** A figure for a message, as people write it. */
 export const readable = (n: number | bigint | undefined) =>
@@ -56,6 +57,11 @@ export function phaseOf(
   return { phase: 'Ready', phaseMessage: ready };
 }
 
+/** How many domains and Bindings a pool's status lists by name; the counts cover all of them. */
+export const listedInStatus = 100;
+
+const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 export function decidePool(
   pool: KVCachePool,
   bindings: KVCachePoolBinding[],
@@ -72,7 +78,8 @@ export function decidePool(
     conditions.push(...ledgerConditions(m));
     conditions.push(capacityCondition(m));
   }
-  const live = bindings.filter((b) => !plan.releasing.includes(b));
+  const releasing = new Set(plan.releasing);
+  const live = bindings.filter((b) => !releasing.has(b));
   const sum = live.reduce((s, b) => s + parseQuantityBytes(b.spec.quota.ceiling), 0n);
   const total = parseQuantityBytes(pool.spec.quota.total);
   conditions.push(
@@ -91,12 +98,16 @@ export function decidePool(
         ),
   );
   type PoolDomain = NonNullable<NonNullable<KVCachePool['status']>['domains']>[number];
-  const domains: PoolDomain[] = live.map((b) => ({
-    name: domainOf(b),
-    binding: { namespace: b.metadata.namespace!, name: b.metadata.name! },
-    blockSize: b.spec.domain.blockSize,
-    dtype: b.spec.domain.dtype,
-  }));
+  const domains: PoolDomain[] = live
+    .filter(
+      (b) => plan.foreign.get(domainOf(b))?.binding !== b && plan.overTotal.get(domainOf(b))?.binding !== b,
+    )
+    .map((b) => ({
+      name: domainOf(b),
+      binding: { namespace: b.metadata.namespace!, name: b.metadata.name! },
+      blockSize: b.spec.domain.blockSize,
+      dtype: b.spec.domain.dtype,
+    }));
   // A contested domain is listed once (its first claimant): status.domains is keyed by name.
   const seenNames = new Set<string>();
   for (let k = domains.length - 1; k >= 0; k--) {
@@ -112,11 +123,9 @@ export function decidePool(
     domains.map((d) => d.name),
     m,
   );
-  const usedBy: UsedByEntry[] = live.map((b) => ({
-    kind: 'KVCachePoolBinding',
-    namespace: b.metadata.namespace!,
-    name: b.metadata.name!,
-  }));
+  const usedBy: UsedByEntry[] = live
+    .map((b) => ({ kind: 'KVCachePoolBinding', namespace: b.metadata.namespace!, name: b.metadata.name! }))
+    .sort((a, b) => compareKeys(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`));
   let phase: { phase: string; phaseMessage: string };
   if (pool.metadata.deletionTimestamp) {
     const releasable = poolReleasable(
@@ -140,8 +149,11 @@ export function decidePool(
     status: {
       ...(m.clientEndpoint ? { clientEndpoint: m.clientEndpoint } : {}),
       ...(usage !== undefined ? { usage: { total: usage } } : {}),
-      domains,
-      ...(usedBy.length ? { usedBy } : {}),
+      // Counts, and lists cut to their first entries: a pool's status stays writable with any number of Bindings.
+      domainCount: domains.length,
+      domains: domains.slice(0, listedInStatus),
+      bindingCount: live.length,
+      ...(usedBy.length ? { usedBy: usedBy.slice(0, listedInStatus) } : {}),
     },
   };
 }
@@ -184,7 +196,7 @@ function capacityCondition(m: MasterReport): DecidedCondition {
       'the master’s allocatable capacity has not been read',
     );
   }
-  if (m.allocatableBytes <= 0) {
+  if (m.allocatableBytes <= 0n) {
     return decided(
       'CapacityAllocatable',
       'False',
@@ -203,9 +215,9 @@ function capacityCondition(m: MasterReport): DecidedCondition {
 function poolUsage(domains: string[], m: MasterReport): string | undefined {
   if (!m.figures || m.ledgerOff) return undefined;
   if (domains.length === 0) return '0';
-  const seen = domains.map((d) => m.figures!.get(d)?.usageBytes).filter((u): u is number => u !== undefined);
+  const seen = domains.map((d) => m.figures!.get(d)?.usageBytes).filter((u): u is bigint => u !== undefined);
   if (seen.length === 0) return undefined;
-  return bytes(seen.reduce((a, b) => a + b, 0));
+  return bytes(seen.reduce((a, b) => a + b, 0n));
 }
 
 function poolReleasable(live: KVCachePoolBinding[], m: MasterReport, domains: string[]): DecidedCondition {

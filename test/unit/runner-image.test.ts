@@ -1,0 +1,78 @@
+// The engine image a role runs when it names none (ModelDeployment spec §1.4): the runner tag formed
+// from the InstanceType's manufacturer and its nodes' runtime version.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { InstanceTypeSpec } from '../../src/api/instance-type.ts';
+import type { InstanceType } from '../../src/api/types.ts';
+import {
+  compareVersions,
+  poolRuntimeVersions,
+  runnerImageRefusal,
+} from '../../src/controllers/modeldeployment/runner-image.ts';
+
+function instanceType(name: string, spec: Partial<InstanceTypeSpec>): InstanceType {
+  return {
+    apiVersion: 'worker.gpustack.ai/v1',
+    kind: 'InstanceType',
+    metadata: { name },
+    spec: {
+      os: 'linux',
+      arch: 'amd64',
+      unitResources: { cpu: '1', ram: '2Gi' },
+      localStorage: '10Gi',
+      ...spec,
+    },
+  };
+}
+
+const local = instanceType('local', { acceleratable: false });
+const a10g = instanceType('nvidia-a10g', {
+  acceleratable: true,
+  acceleratorGroup: 'nvidia-a10g',
+  manufacturer: 'nvidia',
+});
+
+describe('the runner image', () => {
+  const node = (labels: Record<string, string>) => ({
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name: 'n', labels },
+  });
+  const group = 'acceleratable.feature.gpustack.ai/nvidia-a10g';
+  const version = 'acceleratable.feature.gpustack.ai/nvidia.runtime-version';
+
+  it('reads the runtime versions of the InstanceType’s own nodes, lowest first', () => {
+    const nodes = [
+      node({ [group]: 'true', [version]: '12.10' }),
+      node({ [group]: 'true', [version]: '12.9' }),
+      node({ [group]: 'true', [version]: '12.9' }),
+      node({ 'acceleratable.feature.gpustack.ai/nvidia-h100': 'true', [version]: '12.4' }),
+      node({ [group]: 'true' }),
+    ];
+    assert.deepEqual(poolRuntimeVersions(a10g, nodes), ['12.9', '12.10']);
+    assert.deepEqual(poolRuntimeVersions(local, nodes), []);
+  });
+
+  it('refuses at admission what can never be tagged: no accelerator, or a manufacturer with no runner', () => {
+    assert.equal(runnerImageRefusal(a10g), undefined);
+    assert.match(runnerImageRefusal(local)!, /has no accelerator/);
+    const mlu = instanceType('mlu', {
+      acceleratable: true,
+      acceleratorGroup: 'cambricon-mlu',
+      manufacturer: 'cambricon',
+    });
+    assert.equal(
+      runnerImageRefusal(mlu),
+      'gpustack/runner publishes no image for manufacturer cambricon (InstanceType mlu)',
+    );
+  });
+
+  it('compares versions part by part', () => {
+    assert.deepEqual(['12.10', '12.9', '11.8', '12.9.1'].sort(compareVersions), [
+      '11.8',
+      '12.9',
+      '12.9.1',
+      '12.10',
+    ]);
+  });
+});
