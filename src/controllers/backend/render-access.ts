@@ -57,7 +57,7 @@ function accountWithRole(
   ] as unknown as KubeObject[];
 }
 
-/** The election's accounts: the leader reads and renews its own Lease, members (by Lease) read it. */
+/** The election's accounts: the leader reads and renews (one JSON patch) its own Lease, members (by Lease) read it. */
 export function renderElectionRbac(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject[] {
   if (!electionOn(backend)) return [];
   const lease = (verbs: string[]): Rule => ({
@@ -67,7 +67,9 @@ export function renderElectionRbac(backend: KVCacheBackend, ctx: BackendRenderCo
     verbs,
   });
   return [
-    ...accountWithRole(backend, ctx, leaderName(backend), leaderComponent, [lease(['get', 'update'])]),
+    ...accountWithRole(backend, ctx, leaderName(backend), leaderComponent, [
+      lease(['get', 'update', 'patch']),
+    ]),
     ...(membersReadLease(backend)
       ? accountWithRole(backend, ctx, memberAccountName(backend), memberRbacComponent, [lease(['get'])])
       : []),
