@@ -225,24 +225,22 @@ describe('kubectl kvpool on the local cluster', () => {
   });
 
   it('doctor: every row of the troubleshooting table, each fault made for real, with evidence and fix', async () => {
+    // The nodes' CPUs hold Step 6 and these faults only with one leader: Step 4 is undone first.
+    await apply(seedText('step-1-store.yaml'));
     const root = e.cluster.root;
     const dir = (node: string, path: string) => join(root, 'nodes', node, path);
-    for (const node of e.cluster.nodes) {
-      mkdirSync(dir(node, '/var/lib'), { recursive: true });
-      execFileSync('install', ['-d', '-o', '0', '-g', '0', '-m', '0750', dir(node, '/var/lib/kvcache-root')]);
-      execFileSync('install', [
-        '-d',
-        '-o',
-        '65532',
-        '-g',
-        '0',
-        '-m',
-        '0750',
-        dir(node, '/var/lib/kvcache-dirty'),
-      ]);
-    }
-    writeFileSync(join(dir('kvpool-node-1', '/var/lib/kvcache-dirty'), 'left-over.bucket'), 'old');
-    const disk = (name: string, path: string) => `
+    const [one, two] = e.cluster.nodes as [string, string];
+    for (const node of e.cluster.nodes) mkdirSync(dir(node, '/var/lib'), { recursive: true });
+    // One tier path, two faults: on one node it holds an earlier backend's file, on the other the
+    // store's user cannot write it.
+    const faults = '/var/lib/kvcache-faults';
+    execFileSync('install', ['-d', '-o', '65532', '-g', '0', '-m', '0750', dir(one, faults)]);
+    writeFileSync(join(dir(one, faults), 'left-over.bucket'), 'old');
+    execFileSync('install', ['-d', '-o', '0', '-g', '0', '-m', '0750', dir(two, faults)]);
+    await e.kubectl(['label', 'node', one, 'kvpool.test/disk-missing=true']);
+    // A tier member registers a 1 GiB buffer: its memory limit (the segment plus 1Gi) needs a segment
+    // of some size, or the kernel kills it before it reaches the directory.
+    const disk = (name: string, selector: string, path: string, segment = '64Mi') => `
 apiVersion: ${v1}
 kind: KVCacheBackend
 metadata: {name: ${name}}
@@ -251,9 +249,9 @@ spec:
     managed:
       leader: {}
       members:
-        - {nodeSelector: {kvcache: "true"}, medium: DRAM, capacityPerMember: 64Mi, localDisks: [{path: ${path}, capacity: 1Gi}]}
+        - {nodeSelector: {${selector}}, medium: DRAM, capacityPerMember: ${segment}, localDisks: [{path: ${path}, capacity: 1Gi}]}
 ---`;
-    await apply(`${disk('disk-missing', '/var/lib/kvcache-missing')}${disk('disk-root', '/var/lib/kvcache-root')}${disk('disk-dirty', '/var/lib/kvcache-dirty')}
+    await apply(`${disk('disk-missing', 'kvpool.test/disk-missing: "true"', '/var/lib/kvcache-missing')}${disk('disk-faults', 'kvcache: "true"', faults, '512Mi')}
 apiVersion: ${v1}
 kind: KVCacheBackend
 metadata: {name: bad-image}
@@ -262,7 +260,7 @@ spec:
   connection:
     managed:
       leader: {}
-      members: [{nodeSelector: {kvcache: "true"}, medium: DRAM, capacityPerMember: 64Mi}]
+      members: [{nodeSelector: {kvpool.test/none: "true"}, medium: DRAM, capacityPerMember: 64Mi}]
 ---
 apiVersion: ${v1}
 kind: KVCacheBackend
@@ -306,8 +304,8 @@ spec:
       ['member-shortfall', 'KVCacheBackend/disk-missing', /FailedMount/],
       ['member-shortfall', 'KVCacheBackend/nowhere', /NoSegments/],
       ['tier-directory', 'KVCacheBackend/disk-missing', /hostPath type check failed/],
-      ['tier-directory', 'KVCacheBackend/disk-root', /no write permission on directory/],
-      ['preexisting-tier-content', 'KVCacheBackend/disk-dirty', /kvpool-node-1: 1/],
+      ['tier-directory', 'KVCacheBackend/disk-faults', /no write permission on directory/],
+      ['preexisting-tier-content', 'KVCacheBackend/disk-faults', /kvpool-node-1: 1/],
       ['pool-backend', 'KVCachePool/empty-pool', /NothingToAllocate/],
       ['ledger-unavailable', 'KVCachePool/bad-pool', /LedgerUnreachable/],
       ['oversubscription', 'KVCachePool/shared-dram', /Oversubscribed/],
@@ -341,9 +339,9 @@ spec:
     for (const c of report.checks) assert.match(d.stdout, new RegExp(`^[✖!•] ${literally(c.title)}$`, 'm'));
     assert.match(
       d.stdout,
-      /fix: create it on each of those nodes, .*install -d -o 65532 -g 0 -m 0750 \/var\/lib\/kvcache-missing/,
+      /fix: create it on that node, .*install -d -o 65532 -g 0 -m 0750 \/var\/lib\/kvcache-missing/,
     );
-    assert.match(d.stdout, /fix: give the directory to the image's user .*\/var\/lib\/kvcache-root/);
+    assert.match(d.stdout, /fix: give the directory to the image's user .*\/var\/lib\/kvcache-faults/);
     assert.match(d.stdout, /fix: .*spec\.image/);
     assert.match(d.stdout, /fix: delete the ModelDeployments named first/);
     assert.match(d.stdout, /fix: two creates raced past admission: delete one of the Bindings/);
