@@ -1,4 +1,5 @@
 // KVCachePool: how much of one backend may be handed out (cluster-scoped). KV-cache spec §1.2/§3.2.
+import { DisplayFigures } from './display.ts';
 import {
   cel,
   immutable,
@@ -100,6 +101,7 @@ export const KVCachePoolStatus = Type.Object(
         { description: 'What the pool holds on the store.' },
       ),
     ),
+    display: DisplayFigures({ usage: 'status.usage.total' }),
     domains: Type.Optional(
       MapList(PoolDomain, ['name'], 1024, {
         description:

@@ -1,10 +1,12 @@
 // `kvpool manifests [--check]`: writes (or, with --check, fails when the committed files differ from)
-// every generated install file: deploy/crds from the schemas, the chart's CRDs and webhook
-// configurations (chart-files.ts), and deploy/install.yaml, the chart rendered by `helm template`.
+// every generated file: deploy/crds from the schemas, the chart's CRDs and webhook configurations
+// (chart-files.ts), docs/api-reference.md (api-reference.ts), and deploy/install.yaml, the chart
+// rendered by `helm template`.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { helmBinary, projectRoot } from '../local/toolchain.ts';
+import { renderApiReference } from './api-reference.ts';
 import { chartCrdFiles, crdFiles, webhookConfigurationTemplate } from './chart-files.ts';
 
 export const crdDir = join(projectRoot, 'deploy', 'crds');
@@ -22,6 +24,7 @@ export function generatedSourceFiles(): Map<string, string> {
   for (const [name, text] of crdFiles()) files.set(`deploy/crds/${name}`, text);
   for (const [path, text] of chartCrdFiles()) files.set(`charts/kvpool/${path}`, text);
   files.set('charts/kvpool/templates/webhook-configurations.yaml', webhookConfigurationTemplate());
+  files.set('docs/api-reference.md', renderApiReference());
   return files;
 }
 

@@ -4,6 +4,7 @@ import { canonicalJson, sha256Hex } from '../kube/canonical-json.ts';
 import { type KubeClient, refOf } from '../kube/client.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { fieldManagers, finalizer } from './context.ts';
+import { withDisplayFigures } from './display-figures.ts';
 
 export const desiredHashAnnotation = 'kvpool.gpustack.ai/desired-hash';
 
@@ -52,13 +53,16 @@ export async function removeFinalizer(client: KubeClient, obj: KubeObject): Prom
   ]);
 }
 
-/** Applies the status this controller owns (all of it) unless it already reads exactly so. */
+/**
+ * Applies the status this controller owns (all of it) unless it already reads exactly so; its byte
+ * figures also go into status.display, rounded for the printer columns.
+ */
 export async function applyStatus(
   client: KubeClient,
   obj: KubeObject & { status?: Record<string, unknown> },
   status: Record<string, unknown>,
 ): Promise<boolean> {
-  const clean = JSON.parse(JSON.stringify(status)) as Record<string, unknown>;
+  const clean = withDisplayFigures(obj.kind, JSON.parse(JSON.stringify(status)) as Record<string, unknown>);
   if (canonicalJson(obj.status ?? {}) === canonicalJson(clean)) return false;
   const { apiVersion, kind } = obj;
   const metadata = { name: obj.metadata.name, namespace: obj.metadata.namespace };

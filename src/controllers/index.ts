@@ -7,6 +7,7 @@ import type { Manager } from '../kube/manager.ts';
 import { StoreWatcher } from '../store/store-watcher.ts';
 import { BackendReconciler } from './backend/reconciler.ts';
 import type { OperatorContext } from './context.ts';
+import { reportFigures } from './figure-metrics.ts';
 import { ModelDeploymentReconciler } from './modeldeployment/reconciler.ts';
 import { ReplicaReportWatcher } from './modeldeployment/replica-watcher.ts';
 import { PoolReconciler } from './pool/reconciler.ts';
@@ -44,5 +45,6 @@ export function registerControllers(manager: Manager, ctx: OperatorContext, opti
   const pool = new PoolReconciler(ctx);
   manager.addController(pool.controller);
   manager.addController(new ModelDeploymentReconciler(ctx).controller);
+  reportFigures(ctx.informers, () => manager.leading);
   for (const informer of ctx.informers.all()) manager.addInformer(informer);
 }

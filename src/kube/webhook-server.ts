@@ -3,8 +3,10 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
+import { formatQuantity } from '../api/readable-quantity.ts';
 import { closeServer, listen } from './listen.ts';
 import { log } from './log.ts';
+import { webhookInFlight, webhookLatency, webhookRequests } from './metrics.ts';
 import type { KubeObject } from './object.ts';
 
 export interface AdmissionRequest<T = KubeObject> {
@@ -126,11 +128,21 @@ export class WebhookServer {
 
   async start(cert: ServingCertificate, port: number, host = '0.0.0.0'): Promise<number> {
     this.server = createServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => {
-      const handler = this.handlers.get((req.url ?? '').split('?')[0]!);
+      const webhook = (req.url ?? '').split('?')[0]!;
+      const handler = this.handlers.get(webhook);
       if (req.method !== 'POST' || !handler) {
         res.writeHead(404).end();
         return;
       }
+      // controller-runtime's webhook metrics, labelled by the webhook's path, counted once answered.
+      const started = performance.now();
+      webhookInFlight.inc({ webhook });
+      res.once('close', () => {
+        const code = String(res.statusCode);
+        webhookInFlight.dec({ webhook });
+        webhookRequests.inc({ webhook, code });
+        webhookLatency.observe({ webhook, code }, (performance.now() - started) / 1000);
+      });
       readReview(req, res, this.maxReviewBytes, handler);
     });
     const server = this.server;
@@ -159,7 +171,7 @@ function answerPlain(res: ServerResponse, status: number, message: string): void
 
 /** Reads at most `limit` bytes of a review, judges it, and answers; a client that goes away is dropped. */
 function readReview(req: IncomingMessage, res: ServerResponse, limit: number, handler: AdmissionHandler) {
-  const tooLarge = `the AdmissionReview is larger than the webhook reads (${limit} bytes); nothing was admitted`;
+  const tooLarge = `the AdmissionReview is larger than the webhook reads (${formatQuantity(limit)}); nothing was admitted`;
   req.on('error', () => req.destroy());
   if (Number(req.headers['content-length'] ?? 0) > limit) {
     answerPlain(res, 413, tooLarge);

@@ -18,7 +18,7 @@ import { HostNetwork } from './nodes/host-network.ts';
 import { preparedImageStore } from './nodes/image-store.ts';
 import { KernelSettings } from './nodes/kernel-settings.ts';
 import type { LocalNode } from './nodes/node.ts';
-import { helmBinary, kubeBinary } from './toolchain.ts';
+import { helmBinary, kubeBinary, projectRoot } from './toolchain.ts';
 
 export const operatorNamespace = 'gpustack-system';
 export const localInstanceType = 'local-gpu';
@@ -177,6 +177,8 @@ export class LocalCluster {
       [this.kubeconfigPath, this.cp.kubeconfigPath],
       [join(this.root, 'bin', 'kubectl'), kubeBinary('kubectl')],
       [join(this.root, 'bin', 'helm'), helmBinary()],
+      // `kubectl kvpool` with this directory on the PATH.
+      [join(this.root, 'bin', 'kubectl-kvpool'), join(projectRoot, 'bin', 'kubectl-kvpool')],
     ] as const) {
       rmSync(link, { force: true });
       symlinkSync(target, link);
@@ -202,6 +204,9 @@ export class LocalCluster {
       `operator.logLevel=${process.env.KVPOOL_LOG_LEVEL ?? 'info'}`,
       '--set-json',
       `operator.extraArgs=${JSON.stringify(this.options.operatorArgs ?? [])}`,
+      // This machine reads the stores' /metrics too (the API server's Pod proxy, a local Prometheus).
+      '--set-json',
+      `metrics.store.networkPolicy.extraFrom=${JSON.stringify([{ ipBlock: { cidr: `${this.hostAddress}/32` } }])}`,
     ]);
     await this.client.apply(instanceType(), { fieldManager: 'kvpool-local' });
     await this.client.apply(

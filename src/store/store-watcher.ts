@@ -5,6 +5,7 @@
 import { log } from '../kube/log.ts';
 import { observeStore, type StoreObservation } from './observe.ts';
 import { gauge } from './prometheus.ts';
+import { countScrapeFailures } from './scrape-metrics.ts';
 
 interface Watched {
   subscribers: Map<string, () => void>;
@@ -49,6 +50,11 @@ export function significantDigest(o: StoreObservation): string {
     parts.push(o.segments?.reason);
   }
   return JSON.stringify(parts, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+}
+
+/** The backends behind subscriber ids (`backend/<name>`, `pool/<name>`: both name the backend). */
+function backendsOf(ids: Iterable<string>): string[] {
+  return [...new Set([...ids].map((id) => id.slice(id.indexOf('/') + 1)))];
 }
 
 export class StoreWatcher {
@@ -120,9 +126,14 @@ export class StoreWatcher {
 
   private observe(address: string, w: Watched): Promise<StoreObservation> {
     // Concurrent callers share one observation: one read per route.
-    w.inFlight ??= observeStore(address).finally(() => {
-      w.inFlight = undefined;
-    });
+    w.inFlight ??= observeStore(address)
+      .then((o) => {
+        countScrapeFailures(backendsOf(w.subscribers.keys()), o);
+        return o;
+      })
+      .finally(() => {
+        w.inFlight = undefined;
+      });
     return w.inFlight.then((o) => {
       const digest = significantDigest(o);
       const changed = digest !== w.digest;

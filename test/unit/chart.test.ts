@@ -168,6 +168,76 @@ describe('the kvpool chart', () => {
     );
   });
 
+  it('is scraped: annotations on the operator Pods, a ServiceMonitor and a store PodMonitor only on request', () => {
+    const objs = render();
+    const [deployment] = find(objs, 'Deployment') as (Obj & {
+      spec: { template: { metadata: { annotations?: Record<string, string> } } };
+    })[];
+    assert.deepEqual(deployment!.spec.template.metadata.annotations, {
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': '8081',
+      'prometheus.io/path': '/metrics',
+    });
+    assert.equal(find(objs, 'ServiceMonitor').length + find(objs, 'PodMonitor').length, 0, 'off by default');
+    const on = render([
+      '--set',
+      'metrics.serviceMonitor.enabled=true',
+      '--set',
+      'metrics.serviceMonitor.labels.release=prom',
+    ]);
+    const [sm] = find(on, 'ServiceMonitor') as (Obj & { spec: { endpoints: { port: string }[] } })[];
+    assert.equal(sm!.metadata.labels?.release, 'prom');
+    assert.equal(sm!.spec.endpoints[0]!.port, 'metrics');
+    const [pm] = find(on, 'PodMonitor') as (Obj & {
+      spec: {
+        selector: { matchLabels: Record<string, string> };
+        podMetricsEndpoints: { port: string; relabelings: { sourceLabels: string[]; action?: string }[] }[];
+      };
+    })[];
+    assert.deepEqual(pm!.spec.selector.matchLabels, {
+      'app.kubernetes.io/name': 'kv-cache-backend',
+      'app.kubernetes.io/component': 'leader',
+    });
+    const endpoint = pm!.spec.podMetricsEndpoints[0]!;
+    assert.equal(endpoint.port, 'admin');
+    assert.deepEqual(endpoint.relabelings[0], {
+      sourceLabels: ['__meta_kubernetes_pod_ready'],
+      regex: 'true',
+      action: 'keep',
+    });
+  });
+
+  it('adds the monitoring namespace, and only it, to who may reach the store leaders’ admin port', () => {
+    type Policy = Obj & {
+      spec: {
+        podSelector: { matchLabels: Record<string, string> };
+        policyTypes: string[];
+        ingress: { ports: { port: number }[]; from?: Record<string, unknown>[] }[];
+      };
+    };
+    const [np] = find(render(), 'NetworkPolicy') as Policy[];
+    assert.deepEqual(np!.spec.podSelector.matchLabels, {
+      'app.kubernetes.io/name': 'kv-cache-backend',
+      'app.kubernetes.io/component': 'leader',
+    });
+    assert.deepEqual(np!.spec.policyTypes, ['Ingress']);
+    assert.deepEqual(np!.spec.ingress, [
+      {
+        ports: [{ port: 9003, protocol: 'TCP' }],
+        from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+      },
+    ]);
+    const [wider] = find(
+      render(['--set-json', 'metrics.store.networkPolicy.extraFrom=[{"ipBlock":{"cidr":"10.1.2.3/32"}}]']),
+      'NetworkPolicy',
+    ) as Policy[];
+    assert.deepEqual(wider!.spec.ingress[0]!.from?.[1], { ipBlock: { cidr: '10.1.2.3/32' } });
+    assert.equal(
+      find(render(['--set', 'metrics.store.networkPolicy.enabled=false']), 'NetworkPolicy').length,
+      0,
+    );
+  });
+
   it('routes admission through the webhook Service, with the failure policy and timeout of the values', () => {
     const objs = render(['--set', 'webhook.failurePolicy=Ignore', '--set', 'webhook.timeoutSeconds=5']);
     const configs = [

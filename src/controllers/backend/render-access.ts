@@ -57,7 +57,7 @@ function accountWithRole(
   ] as unknown as KubeObject[];
 }
 
-/** The election's accounts: the leader reads and renews its own Lease, members (by Lease) read it. */
+/** The election's accounts: the leader reads and renews (one JSON patch) its own Lease, members (by Lease) read it. */
 export function renderElectionRbac(backend: KVCacheBackend, ctx: BackendRenderContext): KubeObject[] {
   if (!electionOn(backend)) return [];
   const lease = (verbs: string[]): Rule => ({

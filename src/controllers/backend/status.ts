@@ -1,6 +1,7 @@
 // The backend's conditions, phase, capacity and member rows, decided from what the store and the
 // cluster report (KV-cache spec §2.1, §4.7, §5.4). Pure: the reconciler gathers a BackendView and
 // writes what this returns.
+import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import { capacityFrom, type StoreObservation } from '../../store/observe.ts';
 import { type DecidedCondition, decided, nameList } from '../conditions.ts';
@@ -147,7 +148,7 @@ function capacityVerdict(
       'CapacityObserved',
       'True',
       'Observed',
-      `the master reports ${formatBinarySI(cap.total)} of capacity, ${formatBinarySI(cap.used)} in use`,
+      `the master reports ${formatQuantity(cap.total)} of capacity, ${formatQuantity(cap.used)} in use`,
     ),
     total: cap.total,
     used: cap.used,

@@ -14,6 +14,7 @@ import { mergeConditions } from '../conditions.ts';
 import type { OperatorContext } from '../context.ts';
 import { decideBinding } from './binding-status.ts';
 import { executeLedger, type LedgerOutcome } from './ledger.ts';
+import { measureLedgerPass } from './ledger-metrics.ts';
 import { heldLive, liveInput, mayRelease, poolInUseLive } from './live-check.ts';
 import { domainOf, planLedger } from './plan.ts';
 import {
@@ -94,8 +95,10 @@ export class PoolReconciler {
     );
     let outcome: LedgerOutcome | undefined;
     if (address && !report.ledgerOff) {
-      outcome = await executeLedger(address, input, plan, (tenants) =>
-        writeRegistry(this.ctx.client, backend!, this.ctx.namespace, tenants),
+      outcome = await measureLedgerPass(key, () =>
+        executeLedger(address, input, plan, (tenants) =>
+          writeRegistry(this.ctx.client, backend!, this.ctx.namespace, tenants),
+        ),
       );
       plan = outcome.plan;
       report.ledgerOff = outcome.ledgerOff;

@@ -1,5 +1,6 @@
 // Conditions, phases and figures of pools (KV-cache spec §2.2), decided from what one master reported
 // this pass, and what pool and Binding decisions share. Pure.
+import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import type { LedgerFailure } from '../../store/tenant-ledger.ts';
@@ -37,6 +38,10 @@ export interface Decision<S> {
 }
 
 export const bytes = (n: bigint | undefined) => (n === undefined ? undefined : formatBinarySI(n));
+
+/** A figure for a message, as people write it. */
+export const readable = (n: number | bigint | undefined) =>
+  n === undefined || (typeof n === 'number' && !Number.isFinite(n)) ? undefined : formatQuantity(n);
 
 export function phaseOf(
   conditions: DecidedCondition[],
@@ -83,13 +88,13 @@ export function decidePool(
           'QuotaWithinTotal',
           'True',
           'WithinTotal',
-          `the Bindings' ceilings sum to ${formatBinarySI(sum)}, within the pool's ${formatBinarySI(total)}`,
+          `the Bindings' ceilings sum to ${formatQuantity(sum)}, within the pool's ${formatQuantity(total)}`,
         )
       : decided(
           'QuotaWithinTotal',
           'False',
           'Oversubscribed',
-          `the Bindings' ceilings sum to ${formatBinarySI(sum)}, past the pool's quota.total of ${formatBinarySI(total)}: the master recuts each grant in proportion (see each Binding's effectiveQuota); lower a ceiling or raise quota.total for full grants`,
+          `the Bindings' ceilings sum to ${formatQuantity(sum)}, past the pool's quota.total of ${formatQuantity(total)}: the master recuts each grant in proportion (see each Binding's effectiveQuota); lower a ceiling or raise quota.total for full grants`,
         ),
   );
   type PoolDomain = NonNullable<NonNullable<KVCachePool['status']>['domains']>[number];
@@ -203,7 +208,7 @@ function capacityCondition(m: MasterReport): DecidedCondition {
     'CapacityAllocatable',
     'True',
     'Allocatable',
-    `the master can allocate ${bytes(m.allocatableBytes)}`,
+    `the master can allocate ${readable(m.allocatableBytes)}`,
   );
 }
 
