@@ -71,7 +71,6 @@ process.on('message', async (msg: { type: string }) => {
       resyncEvents,
       writes: await writes(),
       firstReconcile: [...firstReconcile.values()],
-      maxRssKiB: process.resourceUsage().maxRSS,
       queueDepth: controller.queue.depth,
     });
   } else if (msg.type === 'stop') {
