@@ -107,11 +107,10 @@ export function decidePool(
     domains.map((d) => d.name),
     m,
   );
-  const usedBy: UsedByEntry[] = live.map((b) => ({
-    kind: 'KVCachePoolBinding',
-    namespace: b.metadata.namespace!,
-    name: b.metadata.name!,
-  }));
+  // Sorted: the Bindings come in the informer's event order, which must not rewrite the status.
+  const usedBy: UsedByEntry[] = live
+    .map((b) => ({ kind: 'KVCachePoolBinding', namespace: b.metadata.namespace!, name: b.metadata.name! }))
+    .sort((a, b) => compareRefs(a, b));
   let phase: { phase: string; phaseMessage: string };
   if (pool.metadata.deletionTimestamp) {
     const releasable = poolReleasable(
@@ -139,6 +138,12 @@ export function decidePool(
       ...(usedBy.length ? { usedBy } : {}),
     },
   };
+}
+
+function compareRefs(a: { namespace: string; name: string }, b: { namespace: string; name: string }) {
+  const x = `${a.namespace}/${a.name}`;
+  const y = `${b.namespace}/${b.name}`;
+  return x < y ? -1 : x > y ? 1 : 0;
 }
 
 function ledgerConditions(m: MasterReport): DecidedCondition[] {
