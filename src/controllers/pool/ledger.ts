@@ -1,5 +1,6 @@
 // Executes a ledger plan against one master: list once, PUT what differs, DELETE what this operator
 // registered and no Binding wants. A delete the master refuses (tenant not empty) is retained.
+import pMap from 'p-map';
 import {
   type LedgerEntry,
   type LedgerError,
@@ -7,6 +8,9 @@ import {
   TenantLedger,
 } from '../../store/tenant-ledger.ts';
 import { type LedgerPlan, type PlanInput, planLedger } from './plan.ts';
+
+/** Ledger requests in flight at once: a pass may carry one per Binding on the master. */
+const ledgerConcurrency = 8;
 
 export interface LedgerOutcome {
   plan: LedgerPlan;
@@ -52,18 +56,24 @@ export async function executeLedger(
     const e = byTenant.get(domain);
     if (e) outcome.kept.set(domain, e);
   }
-  for (const { tenant, bytes } of plan.puts) {
+  // The first failed PUT stops the ones not yet sent; those in flight finish.
+  let putFailure: LedgerFailure | undefined;
+  const put = async ({ tenant, bytes }: { tenant: string; bytes: bigint }) => {
+    if (putFailure) return;
     try {
       await ledger.put(tenant, bytes);
       outcome.wrote = true;
     } catch (err) {
-      const failure = (err as LedgerError).failure;
-      if (failure.kind === 'MultiTenancyDisabled') outcome.ledgerOff = true;
-      else outcome.failure = failure;
-      return outcome;
+      putFailure ??= (err as LedgerError).failure;
     }
+  };
+  await pMap(plan.puts, put, { concurrency: ledgerConcurrency });
+  if (putFailure) {
+    if (putFailure.kind === 'MultiTenancyDisabled') outcome.ledgerOff = true;
+    else outcome.failure = putFailure;
+    return outcome;
   }
-  for (const tenant of plan.deletes) {
+  const remove = async (tenant: string) => {
     try {
       await ledger.delete(tenant);
       outcome.wrote = true;
@@ -78,6 +88,7 @@ export async function executeLedger(
         outcome.failure = failure;
       }
     }
-  }
+  };
+  await pMap(plan.deletes, remove, { concurrency: ledgerConcurrency });
   return outcome;
 }

@@ -1,6 +1,7 @@
 // The pool controller: one pass per master converges its tenant ledger with every pool and Binding on
 // that backend, seeds the leader's policy ConfigMap, reads the grants back from one scrape, and writes
 // every Binding's and pool's status. Bindings have no controller of their own.
+import pMap from 'p-map';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
@@ -26,6 +27,9 @@ import {
   unpooledKey,
   wirePoolWatches,
 } from './watches.ts';
+
+/** Writes to the apiserver in flight at once within a pass: a pass covers every Binding on a master. */
+const writeConcurrency = 16;
 
 export class PoolReconciler {
   readonly controller: Controller;
@@ -80,8 +84,8 @@ export class PoolReconciler {
       plan = planLedger({ ...input, ledger: undefined });
     }
     // Locked before anything is written to the master, so no ledger entry outlives its Binding.
-    for (const o of [...pools, ...bindings])
-      if (!o.metadata.deletionTimestamp) await ensureFinalizer(this.ctx.client, o);
+    const live = [...pools, ...bindings].filter((o) => !o.metadata.deletionTimestamp);
+    await pMap(live, (o) => ensureFinalizer(this.ctx.client, o), { concurrency: writeConcurrency });
     let outcome: LedgerOutcome | undefined;
     if (address && !report.ledgerOff) {
       outcome = await executeLedger(address, input, plan);
@@ -94,7 +98,7 @@ export class PoolReconciler {
     await this.readBack(address, report, outcome?.wrote ?? false);
 
     const releasedAll = !backend || report.ledgerOff;
-    for (const b of plan.releasing) {
+    const release = async (b: KVCachePoolBinding) => {
       const failure = outcome?.deleteFailures.get(domainOf(b));
       if (releasedAll || (outcome && !failure && !outcome.failure)) await removeFinalizer(this.ctx.client, b);
       else {
@@ -106,10 +110,14 @@ export class PoolReconciler {
           };
         await this.writeStatus(b, decideBinding(b, plan, report, [], why));
       }
-    }
-    for (const b of bindings.filter((x) => !plan.releasing.includes(x))) {
-      await this.writeStatus(b, decideBinding(b, plan, report, this.usedBy(b)));
-    }
+    };
+    await pMap(plan.releasing, release, { concurrency: writeConcurrency });
+    const releasing = new Set(plan.releasing);
+    await pMap(
+      bindings.filter((x) => !releasing.has(x)),
+      (b) => this.writeStatus(b, decideBinding(b, plan, report, this.usedBy(b))),
+      { concurrency: writeConcurrency },
+    );
     for (const p of pools) {
       const own = bindings.filter((b) => b.spec.poolRef.name === p.metadata.name);
       const d = decidePool(p, own, plan, report);
