@@ -1,8 +1,8 @@
 // KVCachePool: how much of one backend may be handed out (cluster-scoped). KV-cache spec §1.2/§3.2.
 import {
+  AtomicList,
   cel,
   immutable,
-  MapList,
   phaseFields,
   positiveBytes,
   Quantity,
@@ -101,7 +101,7 @@ export const KVCachePoolStatus = Type.Object(
       ),
     ),
     domains: Type.Optional(
-      MapList(PoolDomain, ['name'], 1024, {
+      AtomicList(PoolDomain, 1024, {
         description:
           "The reuse domains of the pool's Bindings, by name; a name two Bindings claim is listed once.",
       }),
