@@ -2,8 +2,10 @@
 // verdict; mutating handlers return a JSON Patch. The serving certificate can be swapped in place.
 
 import { createServer, type Server } from 'node:https';
+import { Histogram } from 'prom-client';
 import { closeServer, listen } from './listen.ts';
 import { log } from './log.ts';
+import { registry } from './metrics.ts';
 import type { KubeObject } from './object.ts';
 
 export interface AdmissionRequest<T = KubeObject> {
@@ -37,6 +39,15 @@ export interface AdmissionVerdict {
 }
 
 export type AdmissionHandler = (request: AdmissionRequest) => Promise<AdmissionVerdict> | AdmissionVerdict;
+
+/** Time from a request's last byte to its answer, by hook path: what admission costs on this side. */
+export const admissionDuration = new Histogram({
+  name: 'kvpool_webhook_admission_duration_seconds',
+  help: 'Admission review handling time in the webhook server, by path and verdict.',
+  labelNames: ['path', 'allowed'] as const,
+  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+  registers: [registry],
+});
 
 export interface ServingCertificate {
   certPem: string;
@@ -89,7 +100,8 @@ export class WebhookServer {
 
   async start(cert: ServingCertificate, port: number, host = '0.0.0.0'): Promise<number> {
     this.server = createServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => {
-      const handler = this.handlers.get((req.url ?? '').split('?')[0]!);
+      const path = (req.url ?? '').split('?')[0]!;
+      const handler = this.handlers.get(path);
       if (req.method !== 'POST' || !handler) {
         res.writeHead(404).end();
         return;
@@ -97,9 +109,12 @@ export class WebhookServer {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', async () => {
+        const started = performance.now();
         try {
           const out = await review(JSON.parse(Buffer.concat(chunks).toString()), handler);
           res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
+          const allowed = String((out.response as { allowed: boolean }).allowed);
+          admissionDuration.observe({ path, allowed }, (performance.now() - started) / 1000);
         } catch (err) {
           res.writeHead(400, { 'content-type': 'text/plain' }).end(String(err));
         }

@@ -8,7 +8,7 @@ import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 import { ApiError } from '../../src/kube/errors.ts';
 import { createCertificateAuthority, loadCertificateAuthority } from '../../src/kube/pki.ts';
 import { WebhookCertificates } from '../../src/kube/webhook-certs.ts';
-import { allow, deny, WebhookServer } from '../../src/kube/webhook-server.ts';
+import { admissionDuration, allow, deny, WebhookServer } from '../../src/kube/webhook-server.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { ensureNamespace, testClient, uniqueName, until } from '../support/cluster.ts';
 
@@ -136,12 +136,23 @@ describe('validating webhook through the real apiserver', () => {
   });
 
   it('refuses a create with its own message, and lets others through', async () => {
+    const handled = async (allowed: string) =>
+      (await admissionDuration.get()).values.find(
+        (v) =>
+          v.metricName === 'kvpool_webhook_admission_duration_seconds_count' &&
+          v.labels.path === '/validate-configmaps' &&
+          v.labels.allowed === allowed,
+      )?.value ?? 0;
+    const [refusedBefore, allowedBefore] = [await handled('false'), await handled('true')];
     await createRefused();
     await client.create({
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: { name: uniqueName('ok'), namespace: ns },
     } as KubeObject);
+    // Each answer is timed in the webhook's histogram, by path and verdict.
+    assert.ok((await handled('false')) > refusedBefore, 'the refusal was timed');
+    assert.ok((await handled('true')) > allowedBefore, 'the admitted create was timed');
   });
 
   it('keeps working after the serving certificate is rotated (same CA)', async () => {
