@@ -39,9 +39,10 @@ import (
 var gvk = schema.GroupVersionKind{Group: "worker.gpustack.ai", Version: "v1", Kind: "KVCachePoolBinding"}
 
 type first struct {
-	CreatedAt int64 `json:"createdAt"`
-	EventAt   int64 `json:"eventAt"`
-	StartedAt int64 `json:"startedAt"`
+	Key       string `json:"key"`
+	CreatedAt int64  `json:"createdAt"`
+	EventAt   int64  `json:"eventAt"`
+	StartedAt int64  `json:"startedAt"`
 }
 
 // figures is what the bench reads; the same fields as the TypeScript worker's.
@@ -140,7 +141,7 @@ func main() {
 			if !ok {
 				eventAt = startedAt
 			}
-			rec.firsts[key] = first{CreatedAt: createdAt, EventAt: eventAt, StartedAt: startedAt}
+			rec.firsts[key] = first{Key: key, CreatedAt: createdAt, EventAt: eventAt, StartedAt: startedAt}
 		}
 		rec.mu.Unlock()
 		phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
