@@ -1,9 +1,9 @@
 // KVCachePool: how much of one backend may be handed out (cluster-scoped). KV-cache spec §1.2/§3.2.
 import { DisplayFigures } from './display.ts';
 import {
+  AtomicList,
   cel,
   immutable,
-  MapList,
   phaseFields,
   positiveBytes,
   Quantity,
@@ -103,7 +103,7 @@ export const KVCachePoolStatus = Type.Object(
     ),
     display: DisplayFigures({ usage: 'status.usage.total' }),
     domains: Type.Optional(
-      MapList(PoolDomain, ['name'], 1024, {
+      AtomicList(PoolDomain, 1024, {
         description:
           "The reuse domains of the pool's Bindings, by name; a name two Bindings claim is listed once. At most 1024 are listed; domainCount counts them all.",
       }),

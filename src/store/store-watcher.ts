@@ -107,11 +107,14 @@ export class StoreWatcher {
     return this.watched.get(address)?.latest;
   }
 
-  /** Observes now (after a write to the store, say) and returns the fresh observation. */
-  async refresh(address: string): Promise<StoreObservation> {
+  /**
+   * Observes now (after a write to the store, say) and returns the fresh observation. `caller`, the
+   * subscriber asking, is not told of the change it is handed: it would only run its pass again.
+   */
+  async refresh(address: string, caller?: string): Promise<StoreObservation> {
     const w = this.watched.get(address);
     if (!w) return observeStore(address);
-    return this.observe(address, w);
+    return this.observe(address, w, caller);
   }
 
   private schedule(address: string, w: Watched, delay: number): void {
@@ -124,7 +127,7 @@ export class StoreWatcher {
     w.timer.unref();
   }
 
-  private observe(address: string, w: Watched): Promise<StoreObservation> {
+  private observe(address: string, w: Watched, caller?: string): Promise<StoreObservation> {
     // Concurrent callers share one observation: one read per route.
     w.inFlight ??= observeStore(address)
       .then((o) => {
@@ -139,7 +142,7 @@ export class StoreWatcher {
       const changed = digest !== w.digest;
       w.latest = o;
       w.digest = digest;
-      if (changed) for (const notify of w.subscribers.values()) notify();
+      if (changed) for (const [id, notify] of w.subscribers) if (id !== caller) notify();
       return o;
     });
   }

@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { connect } from 'node:tls';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 import { ApiError } from '../../src/kube/errors.ts';
+import { webhookLatency } from '../../src/kube/metrics.ts';
 import { createCertificateAuthority, loadCertificateAuthority } from '../../src/kube/pki.ts';
 import { WebhookCertificates } from '../../src/kube/webhook-certs.ts';
 import { allow, deny, WebhookServer } from '../../src/kube/webhook-server.ts';
@@ -136,12 +137,24 @@ describe('validating webhook through the real apiserver', () => {
   });
 
   it('refuses a create with its own message, and lets others through', async () => {
+    // Answers to this path, as controller-runtime's webhook latency histogram counts them.
+    const handled = async () =>
+      (await webhookLatency.get()).values
+        .filter(
+          (v) =>
+            v.metricName === 'controller_runtime_webhook_latency_seconds_count' &&
+            v.labels.webhook === '/validate-configmaps',
+        )
+        .reduce((sum, v) => sum + v.value, 0);
+    const before = await handled();
     await createRefused();
     await client.create({
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: { name: uniqueName('ok'), namespace: ns },
     } as KubeObject);
+    // Each answer is timed in the webhook's histogram: the refusal and the admitted create.
+    await until('both answers timed', async () => ((await handled()) >= before + 2 ? true : undefined));
   });
 
   it('keeps working after the serving certificate is rotated (same CA)', async () => {

@@ -108,7 +108,7 @@ export class PoolReconciler {
     }
     if (backend?.spec.connection.managed)
       await this.seed(backend, plan, outcome, outcome?.registered ?? input.registered);
-    await this.readBack(address, report, outcome?.wrote ?? false);
+    await this.readBack(key, address, report, outcome?.wrote ?? false);
 
     const releasedAll = !backend || report.ledgerOff;
     await eachWrite(plan.releasing, async (b) => {
@@ -201,11 +201,12 @@ export class PoolReconciler {
   }
 
   /** One scrape per master per pass: fresh after a ledger write, else the watcher's latest. */
-  private async readBack(address: string | undefined, report: MasterReport, wrote: boolean) {
+  private async readBack(key: string, address: string | undefined, report: MasterReport, wrote: boolean) {
     if (!address) return;
+    const me = `pool/${key}`;
     const o = wrote
-      ? await this.ctx.store.refresh(address)
-      : (this.ctx.store.latest(address) ?? (await this.ctx.store.refresh(address)));
+      ? await this.ctx.store.refresh(address, me)
+      : (this.ctx.store.latest(address) ?? (await this.ctx.store.refresh(address, me)));
     if (!o.metrics?.ok) return;
     report.figures = tenantFigures(o.metrics.value);
     report.allocatableBytes = report.ledgerOff

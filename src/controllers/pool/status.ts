@@ -60,8 +60,6 @@ export function phaseOf(
 /** How many domains and Bindings a pool's status lists by name; the counts cover all of them. */
 export const listedInStatus = 100;
 
-const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
 export function decidePool(
   pool: KVCachePool,
   bindings: KVCachePoolBinding[],
@@ -123,9 +121,10 @@ export function decidePool(
     domains.map((d) => d.name),
     m,
   );
+  // Sorted: the Bindings come in the informer's event order, which must not rewrite the status.
   const usedBy: UsedByEntry[] = live
     .map((b) => ({ kind: 'KVCachePoolBinding', namespace: b.metadata.namespace!, name: b.metadata.name! }))
-    .sort((a, b) => compareKeys(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`));
+    .sort((a, b) => compareRefs(a, b));
   let phase: { phase: string; phaseMessage: string };
   if (pool.metadata.deletionTimestamp) {
     const releasable = poolReleasable(
@@ -156,6 +155,12 @@ export function decidePool(
       ...(usedBy.length ? { usedBy: usedBy.slice(0, listedInStatus) } : {}),
     },
   };
+}
+
+function compareRefs(a: { namespace: string; name: string }, b: { namespace: string; name: string }) {
+  const x = `${a.namespace}/${a.name}`;
+  const y = `${b.namespace}/${b.name}`;
+  return x < y ? -1 : x > y ? 1 : 0;
 }
 
 function ledgerConditions(m: MasterReport): DecidedCondition[] {
