@@ -5,13 +5,13 @@
 // apiserver's view of the call (its admission webhook histogram).
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
+import { admissionNotInForce, awaitAdmissionInForce } from '../local/admission-in-force.ts';
+import { ControlPlane } from '../local/control-plane.ts';
+import { installCrds } from '../local/install-crds.ts';
+import { freePort } from '../local/ports.ts';
 import type { KubeClient, KubeObject } from '../src/kube/client.ts';
 import { KubeClient as Client } from '../src/kube/client.ts';
-import { admissionNotInForce, awaitAdmissionInForce } from '../src/local/admission-in-force.ts';
-import { ControlPlane } from '../src/local/control-plane.ts';
-import { installCrds } from '../src/local/install-crds.ts';
-import { freePort } from '../src/local/ports.ts';
-import { waitFor } from '../src/local/wait-for.ts';
+import { waitFor } from '../src/kube/wait-for.ts';
 import { type Families, parsePrometheusText } from '../src/store/prometheus.ts';
 import { mutatingConfigurationName, validatingConfigurationName } from '../src/webhooks/configuration.ts';
 import { applyWebhookConfigurations, webhookHooks } from '../src/webhooks/index.ts';

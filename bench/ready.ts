@@ -8,11 +8,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { LocalCluster, localInstanceType } from '../local/cluster.ts';
+import { kubeBinary, projectRoot } from '../local/toolchain.ts';
 import type { KVCacheBackend, KVCachePoolBinding, ModelDeployment } from '../src/api/types.ts';
 import type { KubeObject } from '../src/kube/object.ts';
-import { LocalCluster, localInstanceType } from '../src/local/cluster.ts';
-import { kubeBinary, projectRoot } from '../src/local/toolchain.ts';
-import { waitFor } from '../src/local/wait-for.ts';
+import { waitFor } from '../src/kube/wait-for.ts';
 import { median, writeResult } from './results.ts';
 
 const runs = Number(process.env.BENCH_RUNS ?? 5);

@@ -8,10 +8,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ControlPlane } from '../local/control-plane.ts';
+import { installCrds } from '../local/install-crds.ts';
 import { KubeClient, type KubeObject } from '../src/kube/client.ts';
-import { ControlPlane } from '../src/local/control-plane.ts';
-import { installCrds } from '../src/local/install-crds.ts';
-import { waitFor } from '../src/local/wait-for.ts';
+import { waitFor } from '../src/kube/wait-for.ts';
 import { buildGoProgram } from './go-build.ts';
 import { median, percentile, ratio, round, writeResult } from './results.ts';
 

@@ -5,8 +5,8 @@
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { abandonedTraces, sweepAbandoned } from '../src/local/nodes/host-network.ts';
-import { cacheDir } from '../src/local/toolchain.ts';
+import { abandonedTraces, sweepAbandoned } from '../local/nodes/host-network.ts';
+import { cacheDir } from '../local/toolchain.ts';
 
 const suites = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'];
 

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import type { KVCachePool, ModelDeployment } from '../../src/api/types.ts';
 import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 import { ensureNamespace, until } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';

@@ -2,11 +2,11 @@
 // apiserver on the same etcd) while the watched apiserver was down are all reconciled afterwards.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { ControlPlane } from '../../local/control-plane.ts';
 import { KubeClient, type KubeObject } from '../../src/kube/client.ts';
 import { Controller, ownKey, splitKey } from '../../src/kube/controller.ts';
 import { Informer } from '../../src/kube/informer.ts';
-import { ControlPlane } from '../../src/local/control-plane.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 const ns = 'restart';

@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ManagedProcess } from '../../local/processes.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import type { Lease } from '../../src/kube/leader-election.ts';
-import type { ManagedProcess } from '../../src/local/processes.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 import { uniqueName } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import {

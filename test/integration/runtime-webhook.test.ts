@@ -4,13 +4,13 @@ import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { connect } from 'node:tls';
+import { freePort } from '../../local/ports.ts';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 import { ApiError } from '../../src/kube/errors.ts';
 import { webhookLatency } from '../../src/kube/metrics.ts';
 import { createCertificateAuthority, loadCertificateAuthority } from '../../src/kube/pki.ts';
 import { WebhookCertificates } from '../../src/kube/webhook-certs.ts';
 import { allow, deny, WebhookServer } from '../../src/kube/webhook-server.ts';
-import { freePort } from '../../src/local/ports.ts';
 import { ensureNamespace, testClient, uniqueName, until } from '../support/cluster.ts';
 
 const ns = 'webhook-test';

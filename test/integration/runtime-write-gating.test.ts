@@ -4,9 +4,9 @@
 // start only on the leader: runtime-leader-election.test.ts.)
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { awaitAdmissionInForce } from '../../local/admission-in-force.ts';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 import type { Lease } from '../../src/kube/leader-election.ts';
-import { awaitAdmissionInForce } from '../../src/local/admission-in-force.ts';
 import { validatingConfigurationName } from '../../src/webhooks/configuration.ts';
 import { until } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';

@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ManagedProcess } from '../../local/processes.ts';
 import { emptyPolicy } from '../../src/agent/tenant-policy-seed.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import type { Lease } from '../../src/kube/leader-election.ts';
-import type { ManagedProcess } from '../../src/local/processes.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 import { ensureNamespace, testClient, uniqueName } from '../support/cluster.ts';
 import { LeaseRecorder, leaseRef, takeLease } from '../support/lease-recorder.ts';
 import {

@@ -1,9 +1,9 @@
 // Access to the run's shared control plane (see global-setup.ts) for integration tests.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { kubeBinary } from '../../local/toolchain.ts';
 import { KubeClient, type KubeObject } from '../../src/kube/client.ts';
-import { kubeBinary } from '../../src/local/toolchain.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 
 /** Polls `probe` every 100 ms until it gives a value; a throw counts as not yet. */
 export const until = <T>(

@@ -2,7 +2,7 @@
 import type { KubeClient } from '../../src/kube/client.ts';
 import type { Lease } from '../../src/kube/leader-election.ts';
 import { microTime } from '../../src/kube/time.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 
 export interface HolderSighting {
   holder: string;

@@ -5,10 +5,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { LocalCluster, type LocalClusterOptions } from '../../local/cluster.ts';
+import { kubeBinary } from '../../local/toolchain.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
-import { LocalCluster, type LocalClusterOptions } from '../../src/local/cluster.ts';
-import { kubeBinary } from '../../src/local/toolchain.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 
 export interface E2ECluster {
   cluster: LocalCluster;

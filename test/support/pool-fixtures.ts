@@ -2,7 +2,7 @@
 import type { KVCachePool, KVCachePoolBinding } from '../../src/api/types.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 import type { MooncakeStore } from './mooncake-store.ts';
 
 export const v1 = 'worker.gpustack.ai/v1';

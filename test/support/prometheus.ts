@@ -4,9 +4,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort } from '../../src/local/ports.ts';
-import { type ManagedProcess, startProcess } from '../../src/local/processes.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
+import { freePort } from '../../local/ports.ts';
+import { type ManagedProcess, startProcess } from '../../local/processes.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 
 export interface ScrapeJob {
   job: string;

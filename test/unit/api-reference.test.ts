@@ -4,9 +4,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { projectRoot } from '../../local/toolchain.ts';
 import { renderAllCrds } from '../../src/api/crd.ts';
 import { renderApiReference } from '../../src/cli/api-reference.ts';
-import { projectRoot } from '../../src/local/toolchain.ts';
 
 interface Schema {
   properties?: Record<string, Schema>;

@@ -6,10 +6,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parse, parseAllDocuments } from 'yaml';
+import { helmBinary, projectRoot } from '../../local/toolchain.ts';
+import { chartDir, helmTemplate } from '../../scripts/manifests.ts';
 import { settingDefaults } from '../../src/api/setting.ts';
-import { chartDir, helmTemplate } from '../../src/cli/manifests.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { helmBinary, projectRoot } from '../../src/local/toolchain.ts';
 
 type Obj = KubeObject & Record<string, unknown>;
 /** Helm hooks (the uninstall step) run with their own account, tested on their own. */

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { ReplicaReportWatcher } from '../../src/controllers/modeldeployment/replica-watcher.ts';
 import type { CacheReports } from '../../src/controllers/modeldeployment/status.ts';
-import { waitFor } from '../../src/local/wait-for.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 
 describe('ReplicaReportWatcher', () => {
   let reading: CacheReports | undefined;

@@ -1,7 +1,7 @@
 // waitFor: a throwing probe means "not yet", unless it says waiting cannot help.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { WaitAborted, waitFor } from '../../src/local/wait-for.ts';
+import { WaitAborted, waitFor } from '../../src/kube/wait-for.ts';
 
 describe('waitFor', () => {
   it('keeps polling through ordinary errors and resolves with the first value', async () => {

@@ -4,7 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import { WaitAborted } from './wait-for.ts';
+import { WaitAborted } from '../src/kube/wait-for.ts';
 
 export interface Exit {
   code: number | null;

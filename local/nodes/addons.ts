@@ -1,6 +1,6 @@
 // What every cluster runs besides its nodes: cluster DNS (CoreDNS as Pods behind the kube-dns
 // Service), with the permissions CoreDNS's kubernetes plugin uses.
-import type { KubeObject } from '../../kube/object.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
 
 const corefile = `.:53 {
     errors

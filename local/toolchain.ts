@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-export const projectRoot = resolve(import.meta.dirname, '../..');
+export const projectRoot = resolve(import.meta.dirname, '..');
 
 function readToolchainEnv(): Record<string, string> {
   const out: Record<string, string> = {};

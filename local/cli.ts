@@ -1,12 +1,12 @@
-// `kvpool local`: the embedded local cluster in the foreground — a real control plane, real nodes
+// `npm start` (node local/cli.ts [--nodes N] [--root DIR]): the embedded local cluster in the foreground — a real control plane, real nodes
 // (containerd, runc, the kubelet, kube-proxy, CoreDNS) running the project's images, the CRDs and the
 // operator. Ctrl-C stops everything it started and removes what it made on this machine.
 
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { shutdownRequested } from '../agent/shutdown.ts';
-import { LocalCluster } from '../local/cluster.ts';
-import { projectRoot } from '../local/toolchain.ts';
+import { shutdownRequested } from '../src/agent/shutdown.ts';
+import { LocalCluster } from './cluster.ts';
+import { projectRoot } from './toolchain.ts';
 
 export async function runLocal(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -26,3 +26,5 @@ export async function runLocal(argv: string[]): Promise<number> {
   await cluster.stop();
   return 0;
 }
+
+if (import.meta.main) process.exitCode = await runLocal(process.argv.slice(2));

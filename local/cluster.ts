@@ -5,11 +5,14 @@
 import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { buildImages } from '../../images/build.ts';
-import { corednsImage, pauseImage } from '../../images/recipes.ts';
-import { acceleratorGroupLabel, runtimeVersionLabel } from '../controllers/modeldeployment/runner-image.ts';
-import { KubeClient } from '../kube/client.ts';
-import type { KubeObject } from '../kube/object.ts';
+import { buildImages } from '../images/build.ts';
+import { corednsImage, pauseImage } from '../images/recipes.ts';
+import {
+  acceleratorGroupLabel,
+  runtimeVersionLabel,
+} from '../src/controllers/modeldeployment/runner-image.ts';
+import { KubeClient } from '../src/kube/client.ts';
+import type { KubeObject } from '../src/kube/object.ts';
 import { awaitAdmissionInForce } from './admission-in-force.ts';
 import { ControlPlane } from './control-plane.ts';
 import { chartDir, Helm } from './helm.ts';

@@ -7,10 +7,10 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { waitFor } from '../../src/kube/wait-for.ts';
 import { withLock } from '../file-lock.ts';
 import { startProcess } from '../processes.ts';
 import { cacheDir, nodeBinary, toolchainValue } from '../toolchain.ts';
-import { waitFor } from '../wait-for.ts';
 
 const run = promisify(execFile);
 

@@ -1,9 +1,9 @@
 // The local cluster's nodes as a group: their network, their start (in parallel), the Pod range each
 // is given, cluster DNS, and the one fake resource the nodes advertise (see below).
-import type { KubeClient } from '../../kube/client.ts';
-import type { KubeObject } from '../../kube/object.ts';
-import type { CertificateAuthority } from '../../kube/pki.ts';
-import { waitFor } from '../wait-for.ts';
+import type { KubeClient } from '../../src/kube/client.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
+import type { CertificateAuthority } from '../../src/kube/pki.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 import { clusterDns } from './addons.ts';
 import type { HostNetwork } from './host-network.ts';
 import { LocalNode } from './node.ts';

@@ -6,11 +6,15 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { type CertificateAuthority, createCertificateAuthority, createSigningKeyPair } from '../kube/pki.ts';
+import {
+  type CertificateAuthority,
+  createCertificateAuthority,
+  createSigningKeyPair,
+} from '../src/kube/pki.ts';
+import { waitFor } from '../src/kube/wait-for.ts';
 import { freePort } from './ports.ts';
 import { type ManagedProcess, startProcess } from './processes.ts';
 import { etcdBinary, kubeBinary } from './toolchain.ts';
-import { waitFor } from './wait-for.ts';
 
 export interface ControlPlaneOptions {
   /** Working directory (certificates, kubeconfig, etcd data, logs); a temporary one when omitted. */

@@ -1,7 +1,7 @@
 // Installs (or updates) this project's CRDs by server-side apply and waits until each is Established.
-import { renderAllCrds } from '../api/crd.ts';
-import type { KubeClient, KubeObject } from '../kube/client.ts';
-import { waitFor } from './wait-for.ts';
+import { renderAllCrds } from '../src/api/crd.ts';
+import type { KubeClient, KubeObject } from '../src/kube/client.ts';
+import { waitFor } from '../src/kube/wait-for.ts';
 
 interface CrdStatus {
   status?: { conditions?: { type: string; status: string }[] };

@@ -1,4 +1,4 @@
-// `kvpool manifests [--check]`: writes (or, with --check, fails when the committed files differ from)
+// `npm run manifests` (node scripts/manifests.ts [--check]): writes (or, with --check, fails when the committed files differ from)
 // every generated file: deploy/crds from the schemas, the chart's CRDs and webhook configurations
 // (chart-files.ts), docs/api-reference.md (api-reference.ts), and deploy/install.yaml, the chart
 // rendered by `helm template`.
@@ -6,8 +6,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { helmBinary, projectRoot } from '../local/toolchain.ts';
-import { renderApiReference } from './api-reference.ts';
-import { chartCrdFiles, crdFiles, webhookConfigurationTemplate } from './chart-files.ts';
+import { renderApiReference } from '../src/cli/api-reference.ts';
+import { chartCrdFiles, crdFiles, webhookConfigurationTemplate } from '../src/cli/chart-files.ts';
 
 export const crdDir = join(projectRoot, 'deploy', 'crds');
 export const chartDir = join(projectRoot, 'charts', 'kvpool');
@@ -99,3 +99,5 @@ export function runManifests(args: string[]): number {
   console.error(`wrote ${sources.size} generated files and deploy/install.yaml`);
   return 0;
 }
+
+if (import.meta.main) process.exitCode = runManifests(process.argv.slice(2));

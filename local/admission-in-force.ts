@@ -2,11 +2,11 @@
 // configurations through its own watch, so one just applied is not in force at once: a dry-run create
 // of an object each configuration refuses tells when it is (nothing is stored).
 
-import { injectLabel } from '../inject/types.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { ApiError } from '../kube/errors.ts';
-import type { KubeObject } from '../kube/object.ts';
-import { waitFor } from './wait-for.ts';
+import { injectLabel } from '../src/inject/types.ts';
+import type { KubeClient } from '../src/kube/client.ts';
+import { ApiError } from '../src/kube/errors.ts';
+import type { KubeObject } from '../src/kube/object.ts';
+import { waitFor } from '../src/kube/wait-for.ts';
 
 const probes: { configuration: string; object: KubeObject; refusal: string }[] = [
   {
