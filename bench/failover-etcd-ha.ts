@@ -4,10 +4,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../src/local/ports.ts';
-import { type ManagedProcess, startProcess } from '../src/local/processes.ts';
-import { etcdBinary, mooncakeBinary } from '../src/local/toolchain.ts';
-import { waitFor } from '../src/local/wait-for.ts';
+import { freePort } from '../local/ports.ts';
+import { type ManagedProcess, startProcess } from '../local/processes.ts';
+import { etcdBinary, mooncakeBinary } from '../local/toolchain.ts';
+import { waitFor } from '../src/kube/wait-for.ts';
 
 const memberBytes = 8 * 2 ** 30;
 

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ControlPlane } from '../local/control-plane.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import {
   guaranteedOutageMs,
@@ -14,8 +15,7 @@ import {
   leaseTimingFlags,
   storeLeaseDefaults,
 } from '../src/kube/lease-timing.ts';
-import { ControlPlane } from '../src/local/control-plane.ts';
-import { waitFor } from '../src/local/wait-for.ts';
+import { waitFor } from '../src/kube/wait-for.ts';
 import { ApiRelay, type RelayMode } from '../test/support/api-relay.ts';
 import { LeaseRecorder } from '../test/support/lease-recorder.ts';
 import { masterPid, probe, type StoreLeader, startStoreLeader } from '../test/support/store-program.ts';

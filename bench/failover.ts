@@ -7,10 +7,10 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LocalCluster } from '../local/cluster.ts';
 import type { KVCacheBackend } from '../src/api/types.ts';
 import type { KubeObject } from '../src/kube/object.ts';
-import { LocalCluster } from '../src/local/cluster.ts';
-import { waitFor } from '../src/local/wait-for.ts';
+import { waitFor } from '../src/kube/wait-for.ts';
 import { EtcdHaStore } from './failover-etcd-ha.ts';
 import { measureTimings } from './failover-timings.ts';
 import { median, writeResult } from './results.ts';

@@ -7,9 +7,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { processesIn } from '../src/local/nodes/cgroups.ts';
-import { slotCgroup, slotOfAddress } from '../src/local/nodes/host-network.ts';
-import { projectRoot } from '../src/local/toolchain.ts';
+import { processesIn } from '../local/nodes/cgroups.ts';
+import { slotCgroup, slotOfAddress } from '../local/nodes/host-network.ts';
+import { projectRoot } from '../local/toolchain.ts';
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
@@ -56,7 +56,7 @@ function rssKiB(pid: number): number {
 
 async function startCluster(root: string): Promise<{ cli: ChildProcess; ms: number; output: () => string }> {
   const t0 = performance.now();
-  const cli = spawn(process.execPath, [join(projectRoot, 'src/cli/kvpool.ts'), 'local', '--root', root], {
+  const cli = spawn(process.execPath, [join(projectRoot, 'local/cli.ts'), '--root', root], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -67,7 +67,7 @@ async function startCluster(root: string): Promise<{ cli: ChildProcess; ms: numb
     output += d;
   });
   while (!output.includes('kvpool ready')) {
-    if (cli.exitCode !== null) throw new Error(`kvpool local exited:\n${output}`);
+    if (cli.exitCode !== null) throw new Error(`the local cluster exited:\n${output}`);
     await sleep(50);
   }
   return { cli, ms: performance.now() - t0, output: () => output };

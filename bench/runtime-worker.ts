@@ -22,7 +22,10 @@ const informer = new Informer<Binding>(client, {
   resyncMs: Number(resyncMs),
 });
 const eventAt = new Map<string, number>();
-const firstReconcile = new Map<string, { createdAt: number; eventAt: number; startedAt: number }>();
+const firstReconcile = new Map<
+  string,
+  { key: string; createdAt: number; eventAt: number; startedAt: number }
+>();
 let reconciles = 0;
 let resyncEvents = 0;
 
@@ -37,7 +40,7 @@ const controller = new Controller({
     if (!obj) return undefined;
     if (!firstReconcile.has(key)) {
       const createdAt = Number(obj.metadata.annotations?.['bench.kvpool/created-at']);
-      firstReconcile.set(key, { createdAt, eventAt: eventAt.get(key) ?? startedAt, startedAt });
+      firstReconcile.set(key, { key, createdAt, eventAt: eventAt.get(key) ?? startedAt, startedAt });
     }
     if (obj.status?.phase !== 'Ready') {
       await client.apply(
@@ -71,7 +74,6 @@ process.on('message', async (msg: { type: string }) => {
       resyncEvents,
       writes: await writes(),
       firstReconcile: [...firstReconcile.values()],
-      maxRssKiB: process.resourceUsage().maxRSS,
       queueDepth: controller.queue.depth,
     });
   } else if (msg.type === 'stop') {

@@ -14,8 +14,8 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { withLock } from '../src/local/file-lock.ts';
-import { cacheDir, projectRoot, toolchainValue } from '../src/local/toolchain.ts';
+import { withLock } from '../local/file-lock.ts';
+import { cacheDir, projectRoot, toolchainValue } from '../local/toolchain.ts';
 import { type Layer as BuiltLayer, writeImageArchive, writeLayer } from './lib/oci.ts';
 import { run } from './lib/run.ts';
 import { chrootStage, debootstrap } from './lib/stage.ts';

@@ -5,8 +5,8 @@
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { abandonedTraces } from '../src/local/nodes/host-network.ts';
-import { cacheDir } from '../src/local/toolchain.ts';
+import { abandonedTraces, sweepAbandoned } from '../local/nodes/host-network.ts';
+import { cacheDir } from '../local/toolchain.ts';
 
 const suites = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'];
 
@@ -32,6 +32,10 @@ function componentProcesses(): Map<number, string> {
   }
   return found;
 }
+
+// A run killed earlier (or a machine restarted under it) may have left a cluster's devices behind.
+const swept = await sweepAbandoned();
+if (swept.length) console.error(`removed what a killed earlier run left behind: ${swept.join(', ')}`);
 
 const files = process.argv.slice(2);
 const result = spawnSync(

@@ -39,7 +39,7 @@ ensure_mooncake_venv() {
 [[ $(id -u) == 0 ]] || { log "the local cluster runs real nodes (namespaces, cgroups, mounts): run as root"; exit 1; }
 ensure_node_modules
 # shellcheck disable=SC2086 # the package lists are word lists
-ensure_debian_packages $MOONCAKE_DEBIAN_PACKAGES $NODE_DEBIAN_PACKAGES $IMAGE_DEBIAN_PACKAGES
+ensure_debian_packages $MOONCAKE_DEBIAN_PACKAGES $NODE_DEBIAN_PACKAGES $IMAGE_DEBIAN_PACKAGES $MONITORING_DEBIAN_PACKAGES
 ensure_mooncake_venv
 bash scripts/build-control-plane.sh
 bash scripts/build-node.sh

@@ -63,7 +63,12 @@ export const kinds = {
       { name: 'Type', type: 'string', jsonPath: '.spec.type' },
       phase,
       { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoints[?(@.name=="Client")].address' },
-      { name: 'Capacity', type: 'string', jsonPath: '.status.capacity.total' },
+      {
+        name: 'Capacity',
+        type: 'string',
+        jsonPath: '.status.display.capacity',
+        description: 'What the store can hold, as people write it; exact in status.capacity.total.',
+      },
       age,
     ],
   },
@@ -83,7 +88,12 @@ export const kinds = {
     specRequired: true,
     columns: [
       { name: 'Quota', type: 'string', jsonPath: '.spec.quota.total' },
-      { name: 'Usage', type: 'string', jsonPath: '.status.usage.total' },
+      {
+        name: 'Usage',
+        type: 'string',
+        jsonPath: '.status.display.usage',
+        description: "What the pool's domains hold, as people write it; exact in status.usage.total.",
+      },
       phase,
       { name: 'Endpoint', type: 'string', jsonPath: '.status.clientEndpoint' },
       age,
@@ -106,8 +116,18 @@ export const kinds = {
     columns: [
       { name: 'Pool', type: 'string', jsonPath: '.spec.poolRef.name' },
       { name: 'Domain', type: 'string', jsonPath: '.spec.domain.name' },
-      { name: 'Effective', type: 'string', jsonPath: '.status.effectiveQuota' },
-      { name: 'Usage', type: 'string', jsonPath: '.status.usage' },
+      {
+        name: 'Effective',
+        type: 'string',
+        jsonPath: '.status.display.effectiveQuota',
+        description: 'What the store grants the domain, as people write it; exact in status.effectiveQuota.',
+      },
+      {
+        name: 'Usage',
+        type: 'string',
+        jsonPath: '.status.display.usage',
+        description: 'What the domain holds, as people write it; exact in status.usage.',
+      },
       phase,
       age,
     ],

@@ -1,5 +1,6 @@
 // KVCacheBackend: the store itself (cluster-scoped). Field rules restate the KV-cache spec §1.1/§3.1;
 // the rules CEL can judge live here (and in the connection and member files), the rest in the webhook.
+import { DisplayFigures } from './display.ts';
 import { Connection } from './kvcache-backend-connection.ts';
 import {
   imageField,
@@ -141,6 +142,7 @@ export const KVCacheBackendStatus = Type.Object(
         },
       ),
     ),
+    display: DisplayFigures({ capacity: 'status.capacity.total', used: 'status.capacity.used' }),
     members: Type.Optional(
       MapList(BackendMember, ['segmentID'], 5000, {
         description:

@@ -1,5 +1,6 @@
 // KVCachePoolBinding: one namespace's grant on a pool, and its reuse domain. KV-cache spec §1.3/§3.3.
 
+import { DisplayFigures } from './display.ts';
 import { hitRatePattern } from './kvcache-pool.ts';
 import {
   cel,
@@ -118,6 +119,11 @@ export const KVCachePoolBindingStatus = Type.Object(
       'What the store grants the domain now: the ceiling, or a proportional share when the ceilings on the store exceed what it can allocate; a store without multi-tenancy grants none.',
     ),
     usage: figure('Bytes the domain holds on the store.'),
+    display: DisplayFigures({
+      requestedQuota: 'status.requestedQuota',
+      effectiveQuota: 'status.effectiveQuota',
+      usage: 'status.usage',
+    }),
     overQuota: Type.Optional(
       Type.Boolean({
         description:

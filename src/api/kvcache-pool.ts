@@ -1,8 +1,9 @@
 // KVCachePool: how much of one backend may be handed out (cluster-scoped). KV-cache spec §1.2/§3.2.
+import { DisplayFigures } from './display.ts';
 import {
+  AtomicList,
   cel,
   immutable,
-  MapList,
   phaseFields,
   positiveBytes,
   Quantity,
@@ -100,8 +101,9 @@ export const KVCachePoolStatus = Type.Object(
         { description: 'What the pool holds on the store.' },
       ),
     ),
+    display: DisplayFigures({ usage: 'status.usage.total' }),
     domains: Type.Optional(
-      MapList(PoolDomain, ['name'], 1024, {
+      AtomicList(PoolDomain, 1024, {
         description:
           "The reuse domains of the pool's Bindings, by name; a name two Bindings claim is listed once. At most 1024 are listed; domainCount counts them all.",
       }),

@@ -164,9 +164,13 @@ export const UsedByEntry = Type.Object({
 });
 export type UsedByEntry = Static<typeof UsedByEntry>;
 
-/** The objects that use a provider; `description` says which kind and what they hold up. */
+/**
+ * The objects that use a provider; `description` says which kind and what they hold up. Atomic: the
+ * status has one writer, and a pool's list of a thousand Bindings merged per item made each status
+ * write several times slower on the apiserver (see docs/decisions).
+ */
 export function UsedBy(description: string) {
-  return MapList(UsedByEntry, ['kind', 'namespace', 'name'], 1024, { description });
+  return AtomicList(UsedByEntry, 1024, { description });
 }
 
 /** The status fields every kind here shares, described for one kind. */

@@ -10,7 +10,7 @@ import { removeFinalizer } from '../context/apply.ts';
 import { KubeClient, type KubeObject, refOf } from '../kube/client.ts';
 import { ApiError } from '../kube/errors.ts';
 import { EventRecorder } from '../kube/events.ts';
-import { waitFor } from '../local/wait-for.ts';
+import { waitFor } from '../kube/wait-for.ts';
 import { finalizer } from '../model/identity.ts';
 import { mutatingConfigurationName, validatingConfigurationName } from '../webhooks/configuration.ts';
 

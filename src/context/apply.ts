@@ -3,6 +3,7 @@
 import { canonicalJson, sha256Hex } from '../kube/canonical-json.ts';
 import { type KubeClient, refOf } from '../kube/client.ts';
 import type { KubeObject } from '../kube/object.ts';
+import { withDisplayFigures } from '../model/display-figures.ts';
 import { fieldManagers, finalizer } from '../model/identity.ts';
 
 export const desiredHashAnnotation = 'kvpool.gpustack.ai/desired-hash';
@@ -52,13 +53,16 @@ export async function removeFinalizer(client: KubeClient, obj: KubeObject): Prom
   ]);
 }
 
-/** Applies the status this controller owns (all of it) unless it already reads exactly so. */
+/**
+ * Applies the status this controller owns (all of it) unless it already reads exactly so; its byte
+ * figures also go into status.display, rounded for the printer columns.
+ */
 export async function applyStatus(
   client: KubeClient,
   obj: KubeObject & { status?: object },
   status: Record<string, unknown>,
 ): Promise<boolean> {
-  const clean: unknown = JSON.parse(JSON.stringify(status));
+  const clean = withDisplayFigures(obj.kind, JSON.parse(JSON.stringify(status)) as Record<string, unknown>);
   if (canonicalJson(obj.status ?? {}) === canonicalJson(clean)) return false;
   const { apiVersion, kind } = obj;
   const metadata = { name: obj.metadata.name, namespace: obj.metadata.namespace };

@@ -9,6 +9,7 @@ import type { Manager } from '../kube/manager.ts';
 import { ReplicaReportWatcher } from '../store/replica-watcher.ts';
 import { StoreWatcher } from '../store/store-watcher.ts';
 import { BackendReconciler } from './backend/reconciler.ts';
+import { reportFigures } from './figure-metrics.ts';
 import { ModelDeploymentReconciler } from './modeldeployment/reconciler.ts';
 import { PoolReconciler } from './pool/reconciler.ts';
 
@@ -45,5 +46,6 @@ export function registerControllers(manager: Manager, ctx: OperatorContext, opti
   const pool = new PoolReconciler(ctx, { observeIntervalMs: options.poolObserveIntervalMs });
   manager.addController(pool.controller);
   manager.addController(new ModelDeploymentReconciler(ctx).controller);
+  reportFigures(ctx.informers, () => manager.leading);
   for (const informer of ctx.informers.all()) manager.addInformer(informer);
 }

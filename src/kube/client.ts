@@ -12,7 +12,7 @@ import type { ListMeta } from 'kubernetes-types/meta/v1.js';
 import { Agent, type Dispatcher, request } from 'undici';
 import { parse } from 'yaml';
 import { ApiError } from './errors.ts';
-import { apiWrites } from './metrics.ts';
+import { apiWrites, restClientRequestDuration, restClientRequests } from './metrics.ts';
 import type { KubeObject } from './object.ts';
 import { type ObjectRef, ResourceResolver } from './resources.ts';
 import { TokenFile } from './token-file.ts';
@@ -134,15 +134,29 @@ export class KubeClient {
     }
     if (method !== 'GET') apiWrites.inc({ verb: method });
     const timeout = options.timeoutMs ?? 30_000;
-    return request(url, {
-      method: method as Dispatcher.HttpMethod,
-      headers,
-      body,
-      dispatcher: this.dispatcher,
-      signal: options.signal,
-      headersTimeout: timeout || 0,
-      bodyTimeout: timeout || 0,
-    });
+    const started = performance.now();
+    // client-go's labels: the method and status code per request, and a watch's latency as WATCH.
+    const host = url.host;
+    try {
+      const res = await request(url, {
+        method: method as Dispatcher.HttpMethod,
+        headers,
+        body,
+        dispatcher: this.dispatcher,
+        signal: options.signal,
+        headersTimeout: timeout || 0,
+        bodyTimeout: timeout || 0,
+      });
+      restClientRequests.inc({ code: String(res.statusCode), method, host });
+      restClientRequestDuration.observe(
+        { verb: options.query?.watch ? 'WATCH' : method, host },
+        (performance.now() - started) / 1000,
+      );
+      return res;
+    } catch (err) {
+      restClientRequests.inc({ code: '<error>', method, host });
+      throw err;
+    }
   }
 
   async get<T extends KubeObject = KubeObject>(ref: ObjectRef): Promise<T> {

@@ -2,7 +2,13 @@
 // workers run the reconcile function with backoff on error and delayed requeue on request.
 import { type Informer, type InformerEvent, objectKey } from './informer.ts';
 import { type Logger, log } from './log.ts';
-import { queueDepth, reconcileDuration, reconcileTotal } from './metrics.ts';
+import {
+  activeWorkers,
+  maxConcurrentReconciles,
+  reconcileErrors,
+  reconcileTime,
+  reconcileTotal,
+} from './metrics.ts';
 import type { KubeObject } from './object.ts';
 import { type RateLimits, WorkQueue } from './workqueue.ts';
 
@@ -35,7 +41,7 @@ export class Controller {
   constructor(options: ControllerOptions) {
     this.options = options;
     this.name = options.name;
-    this.queue = new WorkQueue(options.rateLimits);
+    this.queue = new WorkQueue(options.rateLimits, options.name);
     this.logger = log.child({ controller: options.name });
   }
 
@@ -49,13 +55,18 @@ export class Controller {
 
   enqueue(key: string): void {
     this.queue.add(key);
-    queueDepth.set({ controller: this.name }, this.queue.depth);
   }
 
   start(): void {
     if (this.started) return;
     this.started = true;
     const n = this.options.concurrency ?? 1;
+    maxConcurrentReconciles.set({ controller: this.name }, n);
+    activeWorkers.set({ controller: this.name }, 0);
+    // As controller-runtime does, every result starts at zero so a rate over it reads 0, not nothing.
+    reconcileErrors.inc({ controller: this.name }, 0);
+    for (const result of ['success', 'error', 'requeue', 'requeue_after'])
+      reconcileTotal.inc({ controller: this.name, result }, 0);
     this.workers = Array.from({ length: n }, () => this.work());
   }
 
@@ -69,26 +80,29 @@ export class Controller {
     for (;;) {
       const key = await this.queue.get();
       if (key === undefined) return;
-      queueDepth.set({ controller: this.name }, this.queue.depth);
+      const labels = { controller: this.name };
+      activeWorkers.inc(labels);
       const started = performance.now();
       try {
         const result = await this.options.reconcile(key);
         this.queue.forget(key);
         if (result?.requeueAfterMs !== undefined) {
           this.queue.addAfter(key, result.requeueAfterMs);
-          reconcileTotal.inc({ controller: this.name, result: 'requeue' });
+          reconcileTotal.inc({ ...labels, result: 'requeue_after' });
         } else {
-          reconcileTotal.inc({ controller: this.name, result: 'success' });
+          reconcileTotal.inc({ ...labels, result: 'success' });
         }
       } catch (err) {
-        reconcileTotal.inc({ controller: this.name, result: 'error' });
+        reconcileTotal.inc({ ...labels, result: 'error' });
+        reconcileErrors.inc(labels);
         this.logger.error(
           { key, err: err instanceof Error ? err.message : String(err) },
           'reconcile failed; retrying with backoff',
         );
         this.queue.addRateLimited(key);
       } finally {
-        reconcileDuration.observe({ controller: this.name }, (performance.now() - started) / 1000);
+        reconcileTime.observe(labels, (performance.now() - started) / 1000);
+        activeWorkers.dec(labels);
         this.queue.done(key);
       }
     }

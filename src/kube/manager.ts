@@ -10,7 +10,7 @@ import { HealthServer } from './health-server.ts';
 import type { RunnableInformer } from './informer.ts';
 import { LeaderElector } from './leader-election.ts';
 import { log } from './log.ts';
-import { leaderGauge } from './metrics.ts';
+import { leaderElectionStatus } from './metrics.ts';
 import { WebhookServing, type WebhookServingOptions } from './webhook-serving.ts';
 
 export interface ManagerOptions {
@@ -37,14 +37,25 @@ export class Manager {
   private readonly health = new HealthServer();
   private elector: LeaderElector | undefined;
   private shuttingDown = false;
-  private leading: Promise<void> | undefined;
+  private leadership: Promise<void> | undefined;
   private isLeader = false;
+  private controllersStarted = false;
   readonly webhooks: WebhookServing | undefined;
   healthPort: number | undefined;
 
   constructor(options: ManagerOptions) {
     this.options = options;
     this.webhooks = options.webhook && new WebhookServing(options.webhook);
+  }
+
+  /** Whether this replica runs the controllers: it holds the Lease, or no election runs. */
+  get leading(): boolean {
+    return this.isLeader || (!this.options.leaderElection && this.controllersStarted);
+  }
+
+  private setLeaderStatus(value: 0 | 1): void {
+    const name = this.options.leaderElection?.leaseName;
+    if (name) leaderElectionStatus.set({ name }, value);
   }
 
   get webhookPort(): number | undefined {
@@ -73,6 +84,7 @@ export class Manager {
         ? 'no webhook certificate yet (the leader issues it)'
         : undefined,
     );
+    this.setLeaderStatus(0);
     if (o.healthPort !== undefined) this.healthPort = await this.health.start(o.healthPort);
     // Without an election this process is the only writer; with one, it writes once it leads.
     if (this.webhooks) await this.webhooks.refresh(!o.leaderElection);
@@ -85,13 +97,13 @@ export class Manager {
     }
     const { leaseName, ...election } = o.leaderElection;
     this.elector = new LeaderElector(o.client, { ...election, name: leaseName, identity: o.identity });
-    this.leading = this.lead(this.elector);
+    this.leadership = this.lead(this.elector);
   }
 
   private async lead(elector: LeaderElector): Promise<void> {
     if (!(await elector.acquire())) return;
     this.isLeader = true;
-    leaderGauge.set(1);
+    this.setLeaderStatus(1);
     // The certificates first, so a fresh install serves admission before the controllers write.
     await this.webhooks
       ?.refresh(true)
@@ -99,7 +111,7 @@ export class Manager {
     this.startControllers();
     const outcome = await elector.lead();
     this.isLeader = false;
-    leaderGauge.set(0);
+    this.setLeaderStatus(0);
     if (outcome !== 'stopped' && !this.shuttingDown) {
       log.error('lost the operator lease: stopping reconciles and exiting');
       await Promise.all(this.controllers.map((c) => c.stop()));
@@ -108,6 +120,7 @@ export class Manager {
   }
 
   private startControllers(): void {
+    this.controllersStarted = true;
     for (const c of this.controllers) c.start();
     log.info({ controllers: this.controllers.map((c) => c.name) }, 'controllers started');
   }
@@ -118,8 +131,8 @@ export class Manager {
     this.shuttingDown = true;
     await Promise.all(this.controllers.map((c) => c.stop()));
     await this.elector?.release();
-    await this.leading;
-    leaderGauge.set(0);
+    await this.leadership;
+    this.setLeaderStatus(0);
     await Promise.all(this.informers.map((i) => i.stop()));
     await this.webhooks?.stop();
     await this.health.stop();

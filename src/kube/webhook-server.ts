@@ -4,8 +4,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { UserInfo } from 'kubernetes-types/authentication/v1.js';
+import { formatQuantity } from '../api/readable-quantity.ts';
 import { closeServer, listen } from './listen.ts';
 import { log } from './log.ts';
+import { webhookInFlight, webhookLatency, webhookRequests } from './metrics.ts';
 import type { KubeObject } from './object.ts';
 
 /** admission.k8s.io/v1 AdmissionRequest (kubernetes-types serves no admission group). */
@@ -143,11 +145,21 @@ export class WebhookServer {
 
   async start(cert: ServingCertificate, port: number, host = '0.0.0.0'): Promise<number> {
     this.server = createServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => {
-      const judge = this.handlers.get((req.url ?? '').split('?')[0]!);
+      const webhook = (req.url ?? '').split('?')[0]!;
+      const judge = this.handlers.get(webhook);
       if (req.method !== 'POST' || !judge) {
         res.writeHead(404).end();
         return;
       }
+      // controller-runtime's webhook metrics, labelled by the webhook's path, counted once answered.
+      const started = performance.now();
+      webhookInFlight.inc({ webhook });
+      res.once('close', () => {
+        const code = String(res.statusCode);
+        webhookInFlight.dec({ webhook });
+        webhookRequests.inc({ webhook, code });
+        webhookLatency.observe({ webhook, code }, (performance.now() - started) / 1000);
+      });
       readReview(req, res, this.maxReviewBytes, judge);
     });
     const server = this.server;
@@ -176,7 +188,7 @@ function answerPlain(res: ServerResponse, status: number, message: string): void
 
 /** Reads at most `limit` bytes of a review, judges it, and answers; a client that goes away is dropped. */
 function readReview(req: IncomingMessage, res: ServerResponse, limit: number, judge: Judge) {
-  const tooLarge = `the AdmissionReview is larger than the webhook reads (${limit} bytes); nothing was admitted`;
+  const tooLarge = `the AdmissionReview is larger than the webhook reads (${formatQuantity(limit)}); nothing was admitted`;
   req.on('error', () => req.destroy());
   if (Number(req.headers['content-length'] ?? 0) > limit) {
     answerPlain(res, 413, tooLarge);

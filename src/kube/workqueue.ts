@@ -1,6 +1,15 @@
 // A de-duplicating work queue with the semantics of client-go's: a key waits at most once in the
 // queue, never runs concurrently with itself (an add while it runs queues it again for after), and
-// failures back off per key (exponential) under an overall token-bucket rate limit.
+// failures back off per key (exponential) under an overall token-bucket rate limit. A named queue
+// reports client-go's workqueue metrics under its name.
+import {
+  trackInFlightWork,
+  workqueueAdds,
+  workqueueDepth,
+  workqueueQueueDuration,
+  workqueueRetries,
+  workqueueWorkDuration,
+} from './metrics.ts';
 
 export interface RateLimits {
   /** First per-key retry delay; doubles per consecutive failure. */
@@ -24,25 +33,64 @@ export class WorkQueue {
   private tokens: number;
   private tokensAt = Date.now();
   private shuttingDown = false;
+  /** For the metrics: when each waiting key was added, and when each key in process was handed out. */
+  private readonly addedAt = new Map<string, number>();
+  private readonly startedAt = new Map<string, number>();
+  private readonly labels: { name: string; controller: string } | undefined;
+  private readonly untrack: (() => void) | undefined;
 
-  constructor(limits: Partial<RateLimits> = {}) {
+  constructor(limits: Partial<RateLimits> = {}, name?: string) {
     this.limits = { ...defaultRateLimits, ...limits };
     this.tokens = this.limits.burst;
+    if (name) {
+      // As client-go's queues do, every series exists from the start, at zero.
+      this.labels = { name, controller: name };
+      workqueueDepth.set(this.labels, 0);
+      workqueueAdds.inc(this.labels, 0);
+      workqueueRetries.inc(this.labels, 0);
+      this.untrack = trackInFlightWork({
+        name,
+        runningSeconds: () => [...this.startedAt.values()].map((t) => (performance.now() - t) / 1000),
+      });
+    }
   }
 
   /** Queues a key unless it is already waiting; a key being processed is re-queued once it is done. */
   add(key: string): void {
     if (this.shuttingDown || this.dirty.has(key)) return;
     this.dirty.add(key);
-    if (this.processing.has(key)) return;
+    if (this.labels) {
+      workqueueAdds.inc(this.labels);
+      if (!this.addedAt.has(key)) this.addedAt.set(key, performance.now());
+    }
+    if (!this.processing.has(key)) this.dispatch(key);
+    this.reportDepth();
+  }
+
+  /** Hands a dirty key to a waiting worker, or queues it. */
+  private dispatch(key: string): void {
     const waiter = this.waiters.shift();
     if (waiter) {
-      this.dirty.delete(key);
-      this.processing.add(key);
+      this.handOut(key);
       waiter(key);
     } else {
       this.queue.push(key);
     }
+  }
+
+  private handOut(key: string): void {
+    this.dirty.delete(key);
+    this.processing.add(key);
+    if (!this.labels) return;
+    const now = performance.now();
+    const added = this.addedAt.get(key);
+    if (added !== undefined) workqueueQueueDuration.observe(this.labels, (now - added) / 1000);
+    this.addedAt.delete(key);
+    this.startedAt.set(key, now);
+  }
+
+  private reportDepth(): void {
+    if (this.labels) workqueueDepth.set(this.labels, this.dirty.size);
   }
 
   /** Queues a key after a delay; an earlier pending delay for the same key wins. */
@@ -68,6 +116,7 @@ export class WorkQueue {
   addRateLimited(key: string): void {
     const n = this.failures.get(key) ?? 0;
     this.failures.set(key, n + 1);
+    if (this.labels) workqueueRetries.inc(this.labels);
     const perKey = Math.min(this.limits.baseDelayMs * 2 ** n, this.limits.maxDelayMs);
     this.addAfter(key, Math.max(perKey, this.bucketDelay()));
   }
@@ -95,8 +144,8 @@ export class WorkQueue {
     if (this.shuttingDown) return Promise.resolve(undefined);
     const key = this.queue.shift();
     if (key !== undefined) {
-      this.dirty.delete(key);
-      this.processing.add(key);
+      this.handOut(key);
+      this.reportDepth();
       return Promise.resolve(key);
     }
     return new Promise((resolve) => this.waiters.push(resolve));
@@ -105,10 +154,12 @@ export class WorkQueue {
   /** Marks a key processed; if it was added meanwhile it goes back in the queue. */
   done(key: string): void {
     this.processing.delete(key);
-    if (this.dirty.has(key)) {
-      this.dirty.delete(key);
-      this.add(key);
-    }
+    const started = this.startedAt.get(key);
+    if (this.labels && started !== undefined)
+      workqueueWorkDuration.observe(this.labels, (performance.now() - started) / 1000);
+    this.startedAt.delete(key);
+    if (this.dirty.has(key)) this.dispatch(key);
+    this.reportDepth();
   }
 
   /** Keys waiting (not counting those being processed or delayed). */
@@ -119,6 +170,7 @@ export class WorkQueue {
   /** Stops handing out keys; workers blocked in get() receive undefined. */
   shutDown(): void {
     this.shuttingDown = true;
+    this.untrack?.();
     for (const { timer } of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     for (const w of this.waiters.splice(0)) w(undefined);

@@ -1,6 +1,8 @@
 // HTTP client for a Mooncake master's admin endpoint (:9003): health, metrics, segment listing and the
 // tenant-quota ledger. Each read has its own timeout; redirects are never followed; bodies are capped.
+
 import { request } from 'undici';
+import { formatQuantity } from '../api/readable-quantity.ts';
 
 export const adminTimeoutMs = 5000;
 const maxBodyBytes = 8 << 20;
@@ -59,7 +61,9 @@ export class StoreAdminClient {
       const length = Number(res.headers['content-length'] ?? 0);
       if (length > maxBodyBytes) {
         res.body.destroy();
-        throw new Error(`response of ${length} bytes is over the ${maxBodyBytes}-byte cap`);
+        throw new Error(
+          `response of ${formatQuantity(length)} is over the ${formatQuantity(maxBodyBytes)} cap`,
+        );
       }
       // A character split across chunks is carried over, not replaced.
       const decoder = new TextDecoder('utf-8');
@@ -68,7 +72,7 @@ export class StoreAdminClient {
         text += decoder.decode(chunk, { stream: true });
         if (text.length > maxBodyBytes) {
           res.body.destroy();
-          throw new Error(`response is over the ${maxBodyBytes}-byte cap`);
+          throw new Error(`response is over the ${formatQuantity(maxBodyBytes)} cap`);
         }
       }
       text += decoder.decode();

@@ -1,5 +1,6 @@
 // One observation of a master: /health, then /metrics, then /get_segments_detail, each read once.
 // Every figure is kept as read; a figure the store did not report stays absent, never zero.
+import { formatQuantity } from '../api/readable-quantity.ts';
 import { failure, StoreAdminClient, StoreUnreachable } from './admin-client.ts';
 import { type Families, gaugeBytes, parsePrometheusText } from './prometheus.ts';
 
@@ -76,7 +77,7 @@ export function parseSegments(body: string): Segment[] {
 export class ListingTooLarge extends Error {
   constructor(entries: number, identifierBytes: number) {
     super(
-      `the master lists ${entries} segments with ${identifierBytes} bytes of identifiers, more than the ${segmentListingCap} entries or ${segmentIdentifierCap} bytes this operator reads`,
+      `the master lists ${entries} segments with ${formatQuantity(identifierBytes)} of identifiers, more than the ${segmentListingCap} entries or ${formatQuantity(segmentIdentifierCap)} this operator reads`,
     );
     this.name = 'ListingTooLarge';
   }

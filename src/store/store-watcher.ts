@@ -5,6 +5,7 @@
 import { log } from '../kube/log.ts';
 import { observeStore, type StoreObservation } from './observe.ts';
 import { gauge } from './prometheus.ts';
+import { countScrapeFailures } from './scrape-metrics.ts';
 
 interface Watched {
   subscribers: Map<string, () => void>;
@@ -49,6 +50,11 @@ export function significantDigest(o: StoreObservation): string {
     parts.push(o.segments?.reason);
   }
   return JSON.stringify(parts, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+}
+
+/** The backends behind subscriber ids (`backend/<name>`, `pool/<name>`: both name the backend). */
+function backendsOf(ids: Iterable<string>): string[] {
+  return [...new Set([...ids].map((id) => id.slice(id.indexOf('/') + 1)))];
 }
 
 export class StoreWatcher {
@@ -101,11 +107,14 @@ export class StoreWatcher {
     return this.watched.get(address)?.latest;
   }
 
-  /** Observes now (after a write to the store, say) and returns the fresh observation. */
-  async refresh(address: string): Promise<StoreObservation> {
+  /**
+   * Observes now (after a write to the store, say) and returns the fresh observation. `caller`, the
+   * subscriber asking, is not told of the change it is handed: it would only run its pass again.
+   */
+  async refresh(address: string, caller?: string): Promise<StoreObservation> {
     const w = this.watched.get(address);
     if (!w) return observeStore(address);
-    return this.observe(address, w);
+    return this.observe(address, w, caller);
   }
 
   private schedule(address: string, w: Watched, delay: number): void {
@@ -118,17 +127,22 @@ export class StoreWatcher {
     w.timer.unref();
   }
 
-  private observe(address: string, w: Watched): Promise<StoreObservation> {
+  private observe(address: string, w: Watched, caller?: string): Promise<StoreObservation> {
     // Concurrent callers share one observation: one read per route.
-    w.inFlight ??= observeStore(address).finally(() => {
-      w.inFlight = undefined;
-    });
+    w.inFlight ??= observeStore(address)
+      .then((o) => {
+        countScrapeFailures(backendsOf(w.subscribers.keys()), o);
+        return o;
+      })
+      .finally(() => {
+        w.inFlight = undefined;
+      });
     return w.inFlight.then((o) => {
       const digest = significantDigest(o);
       const changed = digest !== w.digest;
       w.latest = o;
       w.digest = digest;
-      if (changed) for (const notify of w.subscribers.values()) notify();
+      if (changed) for (const [id, notify] of w.subscribers) if (id !== caller) notify();
       return o;
     });
   }

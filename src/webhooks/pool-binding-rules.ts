@@ -1,8 +1,10 @@
 // Admission rules for KVCachePool and KVCachePoolBinding that need other objects (KV-cache spec §3.2,
 // §3.3). Pure: the handler passes what the caches hold.
+
+import { formatQuantity } from '../api/readable-quantity.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
 import { domainOf } from '../model/domains.ts';
-import { formatBinarySI, parseQuantityBytes } from '../model/quantity.ts';
+import { parseQuantityBytes } from '../model/quantity.ts';
 import type { AdmissionFindings } from './findings.ts';
 
 const ledgerOffWarning = (backend: string) =>
@@ -53,7 +55,7 @@ export function validateBinding(
     const total = parseQuantityBytes(ctx.pool.spec.quota.total);
     if (ceiling > total) {
       errors.push(
-        `spec.quota.ceiling: ${formatBinarySI(ceiling)} is more than pool ${ctx.pool.metadata.name}'s quota.total of ${formatBinarySI(total)}; lower the ceiling or raise the pool's total`,
+        `spec.quota.ceiling: ${formatQuantity(ceiling)} is more than pool ${ctx.pool.metadata.name}'s quota.total of ${formatQuantity(total)}; lower the ceiling or raise the pool's total`,
       );
     }
   }

@@ -7,6 +7,7 @@ import { type AdmissionHandler, allow } from '../kube/webhook-server.ts';
 import { workerApiVersion } from '../model/identity.ts';
 import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';
+import { FreshRead } from './fresh-read.ts';
 import { findBackend, findPool, judgeConfirmingRefusals } from './lookup.ts';
 import { validateBinding, validatePoolCreate } from './pool-binding-rules.ts';
 
@@ -32,14 +33,24 @@ export const bindingHook: HookSpec = {
 };
 
 /**
- * Every Binding on a backend's pools, read from the apiserver: a domain's uniqueness is judged on
- * create, and the cache may not yet hold a Binding created a moment before.
+ * Every pool and Binding, read from the apiserver: a domain's uniqueness is judged on create, and the
+ * cache may not yet hold a Binding created a moment before. Creates arriving together share a read.
  */
-async function bindingsOnBackend(ctx: OperatorContext, backend: string): Promise<KVCachePoolBinding[]> {
-  const [pools, bindings] = await Promise.all([
-    ctx.client.list<KVCachePool>({ apiVersion: workerApiVersion, kind: 'KVCachePool' }),
-    ctx.client.list<KVCachePoolBinding>({ apiVersion: workerApiVersion, kind: 'KVCachePoolBinding' }),
-  ]);
+function liveBindings(ctx: OperatorContext) {
+  return new FreshRead(() =>
+    Promise.all([
+      ctx.client.list<KVCachePool>({ apiVersion: workerApiVersion, kind: 'KVCachePool' }),
+      ctx.client.list<KVCachePoolBinding>({ apiVersion: workerApiVersion, kind: 'KVCachePoolBinding' }),
+    ]),
+  );
+}
+
+/** Every Binding on a backend's pools, from a live read. */
+async function bindingsOnBackend(
+  live: ReturnType<typeof liveBindings>,
+  backend: string,
+): Promise<KVCachePoolBinding[]> {
+  const [pools, bindings] = await live.get();
   const onBackend = new Set(
     pools.items.filter((p) => p.spec.backends.includes(backend)).map((p) => p.metadata.name),
   );
@@ -58,6 +69,7 @@ export function bindingAdmission(
   ctx: OperatorContext,
   i: PoolInformers,
 ): AdmissionHandler<KVCachePoolBinding> {
+  const live = liveBindings(ctx);
   return async (req) => {
     const b = req.object!;
     const old = req.operation === 'UPDATE' ? req.oldObject : undefined;
@@ -65,7 +77,7 @@ export function bindingAdmission(
     const read = new Map<string, Promise<KVCachePoolBinding[]>>();
     const siblingsOf = (backend: string) => {
       if (old) return [];
-      if (!read.has(backend)) read.set(backend, bindingsOnBackend(ctx, backend));
+      if (!read.has(backend)) read.set(backend, bindingsOnBackend(live, backend));
       return read.get(backend)!;
     };
     const findings = await judgeConfirmingRefusals(

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { operatorImage } from '../../images/recipes.ts';
+import { chartDir } from '../../local/helm.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { chartDir } from '../../src/local/helm.ts';
 import { mutatingConfigurationName, validatingConfigurationName } from '../../src/webhooks/configuration.ts';
 import { type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
 import { seedText } from '../support/seed.ts';

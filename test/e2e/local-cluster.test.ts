@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { storeImage } from '../../images/recipes.ts';
+import { slotOfAddress, slotTraces } from '../../local/nodes/host-network.ts';
+import { kubeBinary, projectRoot } from '../../local/toolchain.ts';
 import { KubeClient } from '../../src/kube/client.ts';
-import { slotOfAddress, slotTraces } from '../../src/local/nodes/host-network.ts';
-import { kubeBinary, projectRoot } from '../../src/local/toolchain.ts';
 import { WaitAborted, waitFor } from '../support/wait.ts';
 
 interface Pod {
@@ -84,7 +84,7 @@ describe('the local cluster on real nodes (npm start)', () => {
     );
 
   before(async () => {
-    cli = spawn(process.execPath, [join(projectRoot, 'src/cli/kvpool.ts'), 'local', '--root', root], {
+    cli = spawn(process.execPath, [join(projectRoot, 'local/cli.ts'), '--root', root], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     cli.stdout?.on('data', (d) => {
@@ -95,7 +95,8 @@ describe('the local cluster on real nodes (npm start)', () => {
     });
     await waitFor(
       async () => {
-        if (cli.exitCode !== null) throw new WaitAborted(`kvpool local exited (${cli.exitCode}):\n${output}`);
+        if (cli.exitCode !== null)
+          throw new WaitAborted(`the local cluster exited (${cli.exitCode}):\n${output}`);
         return output.includes('kvpool ready') ? true : undefined;
       },
       { what: 'kvpool ready', timeoutMs: 300_000 },

@@ -6,6 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { storeImage } from '../../images/recipes.ts';
@@ -24,15 +25,53 @@ type Pod = KubeObject & {
 };
 type Slice = KubeObject & { endpoints?: { addresses: string[]; conditions?: { ready?: boolean } }[] };
 
-/** Whether a master answers on this address now (its admin port), within a short timeout. */
-async function masterServes(ip: string): Promise<boolean> {
-  try {
-    const res = await fetch(`http://${ip}:${adminPort}/metrics`, { signal: AbortSignal.timeout(400) });
-    await res.arrayBuffer();
-    return res.ok;
-  } catch {
-    return false;
+/** Runs `probe` every 100 ms until stop(), which returns every answer (call it in a finally). */
+function sample<T>(probe: () => Promise<T>): { stop(): Promise<T[]> } {
+  let on = true;
+  const answers: T[] = [];
+  const running = (async () => {
+    while (on) {
+      answers.push(await probe());
+      await sleep(100);
+    }
+  })();
+  return {
+    async stop() {
+      on = false;
+      await running;
+      return answers;
+    },
+  };
+}
+
+/** Processes of this machine by parent, and each one's command name. */
+function processTable(): { children: Map<number, number[]>; comm: Map<number, string> } {
+  const children = new Map<number, number[]>();
+  const comm = new Map<number, string>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const pid = Number(entry);
+      comm.set(pid, stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')));
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+    } catch {
+      // Gone meanwhile.
+    }
   }
+  return { children, comm };
+}
+
+/** The PID of the mooncake_master running under a container's main process, if any. */
+function masterUnder(containerPid: number, table = processTable()): number | undefined {
+  const stack = [containerPid];
+  while (stack.length) {
+    const pid = stack.pop()!;
+    if (table.comm.get(pid) === 'mooncake_master') return pid;
+    stack.push(...(table.children.get(pid) ?? []));
+  }
+  return undefined;
 }
 
 describe('the store is safe to run', () => {
@@ -68,6 +107,33 @@ describe('the store is safe to run', () => {
       },
       { what: 'mooncake-dram Ready with 16Gi', timeoutMs: 180_000 },
     );
+  /** Resets every connection to the API server's port on this machine (iptables, removed after). */
+  const apiserverRefuses = (on: boolean) => {
+    const { hostname, port } = new URL(e.cluster.cp.server);
+    execFileSync('iptables', [
+      on ? '-I' : '-D',
+      'INPUT',
+      '-d',
+      hostname,
+      '-p',
+      'tcp',
+      '--dport',
+      port,
+      '-j',
+      'REJECT',
+      '--reject-with',
+      'tcp-reset',
+    ]);
+  };
+  /** Each leader Pod's container main process, through its node's CRI (crictl). */
+  const leaderProcesses = async (leaders: Pod[]) =>
+    Promise.all(
+      leaders.map(async (p) => {
+        const [pid] = await e.cluster.node(p.spec.nodeName!).containerPids(ns, p.metadata.name!);
+        assert.ok(pid, `the container of ${p.metadata.name}`);
+        return pid;
+      }),
+    );
   const store = (ip: string, ops: Parameters<typeof runStoreClient>[1]) =>
     runStoreClient({ master: `${ip}:50051`, host: e.cluster.hostAddress, tenant: 'default' }, ops);
 
@@ -85,41 +151,48 @@ describe('the store is safe to run', () => {
   after(() => e?.stop());
 
   it('keeps one leader serving through API-server outages of 6 s, refused and hanging; the key stays', async () => {
+    // A leader that has renewed for a while (not one that took the Lease a moment ago).
+    await sleep(3000);
     const leader = (await serving())!;
     const ip = leader.status!.podIP!;
     const others = (await pods('leader')).filter((p) => p.metadata.uid !== leader.metadata.uid);
+    const [leaderPid] = await leaderProcesses([leader]);
+    const otherPids = await leaderProcesses(others);
+    const firstMaster = masterUnder(leaderPid!);
+    assert.ok(firstMaster, 'the leader runs mooncake_master');
     assert.deepEqual(await store(ip, [{ op: 'put', key: 'before-outage', data: Buffer.from('kept') }]), [
       { rc: 0 },
     ]);
     for (const kind of ['refused', 'hanging'] as const) {
-      const samples: { leader: boolean; others: number }[] = [];
-      let sampling = true;
-      const sampler = (async () => {
-        while (sampling) {
-          const otherServing = await Promise.all(others.map((p) => masterServes(p.status!.podIP!)));
-          samples.push({ leader: await masterServes(ip), others: otherServing.filter(Boolean).length });
-          await sleep(100);
-        }
-      })();
-      if (kind === 'refused') await e.cluster.cp.stopApiserver();
+      const sampler = sample(async () => {
+        const table = processTable();
+        return {
+          master: masterUnder(leaderPid!, table),
+          others: otherPids.filter((pid) => masterUnder(pid, table) !== undefined).length,
+        };
+      });
+      // Refused: the API server's port answers every connection with a reset (as while it restarts).
+      // Hanging: its process is stopped, so connections open and calls never answer.
+      const t0 = performance.now();
+      if (kind === 'refused') apiserverRefuses(true);
       else e.cluster.cp.freezeApiserver(true);
       await sleep(6000);
-      if (kind === 'refused') await e.cluster.cp.startApiserver();
+      if (kind === 'refused') apiserverRefuses(false);
       else e.cluster.cp.freezeApiserver(false);
-      await sleep(2000);
-      sampling = false;
-      await sampler;
+      const outageMs = performance.now() - t0;
+      await sleep(3000);
+      const samples = await sampler.stop();
       console.log(
-        `${kind} outage of 6 s: ${samples.length} samples, leader serving in ${samples.filter((s) => s.leader).length}`,
+        `${kind} outage of ${Math.round(outageMs)} ms: ${samples.length} samples, the first master (PID ${firstMaster}) running in ${samples.filter((x) => x.master === firstMaster).length}`,
       );
-      assert.ok(samples.length > 40, `sampled every 100 ms (${samples.length})`);
+      assert.ok(samples.length > 20, `sampled throughout (${samples.length})`);
       assert.ok(
-        samples.every((s) => s.leader),
-        `${kind}: the same leader served throughout`,
+        samples.every((x) => x.master === firstMaster),
+        `${kind}: the same master process ran throughout`,
       );
       assert.ok(
-        samples.every((s) => s.others === 0),
-        `${kind}: no other master served`,
+        samples.every((x) => x.others === 0),
+        `${kind}: no other replica started a master`,
       );
       const [got] = await store(ip, [{ op: 'get', key: 'before-outage' }]);
       assert.ok(got && 'data' in got && got.data.toString() === 'kept', `${kind}: the key reads back`);
@@ -128,17 +201,20 @@ describe('the store is safe to run', () => {
   });
 
   it('stops the master when the API server hangs for longer than the Lease allows', async () => {
-    const ip = (await serving())!.status!.podIP!;
+    const leader = (await serving())!;
+    const [pid] = await leaderProcesses([leader]);
+    const master = masterUnder(pid!);
+    assert.ok(master, 'the leader runs mooncake_master before the API server hangs');
     e.cluster.cp.freezeApiserver(true);
     const t0 = performance.now();
     let stoppedAfterMs: number | undefined;
     try {
-      while (performance.now() - t0 < 12_000) {
-        if (!(await masterServes(ip))) {
+      while (performance.now() - t0 < 15_000) {
+        if (masterUnder(pid!) !== master) {
           stoppedAfterMs = performance.now() - t0;
           break;
         }
-        await sleep(100);
+        await sleep(50);
       }
     } finally {
       e.cluster.cp.freezeApiserver(false);
@@ -147,6 +223,11 @@ describe('the store is safe to run', () => {
       `API server frozen: the leader stopped its master after ${Math.round(stoppedAfterMs ?? -1)} ms`,
     );
     assert.ok(stoppedAfterMs !== undefined, 'the master stopped while the API server hung');
+    // No earlier than an outage the Lease is meant to survive (6 s), no later than the lease (8 s).
+    assert.ok(
+      stoppedAfterMs > 6000 && stoppedAfterMs < 8000,
+      `stopped after ${Math.round(stoppedAfterMs)} ms`,
+    );
     await backendReady();
   });
 
@@ -169,15 +250,15 @@ describe('the store is safe to run', () => {
         'DROP',
       ]);
     const all = await pods('leader');
+    const allPids = await leaderProcesses(all);
     const samples: { masters: number; endpoints: number }[] = [];
     for (const t of targets) iptables('-I', t);
     try {
       const t0 = performance.now();
       let takenOver = false;
       while (performance.now() - t0 < 40_000) {
-        const masters = (await Promise.all(all.map((p) => masterServes(p.status!.podIP!)))).filter(
-          Boolean,
-        ).length;
+        const table = processTable();
+        const masters = allPids.filter((p) => masterUnder(p, table) !== undefined).length;
         const endpoints = (await readyEndpoints()).length;
         samples.push({ masters, endpoints });
         const now = await serving();
@@ -204,99 +285,151 @@ describe('the store is safe to run', () => {
   });
 
   it('rolls a new store image one member at a time: capacity never drops to zero, unrolled keys stay', async () => {
-    const ip = (await serving())!.status!.podIP!;
-    const members = await pods('member-0');
+    // A store without tenants beside the walkthrough's, so the master says where each key lives.
+    const roll = 'roll-store';
+    await e.cluster.client.apply(
+      {
+        apiVersion: 'worker.gpustack.ai/v1',
+        kind: 'KVCacheBackend',
+        metadata: { name: roll },
+        spec: {
+          type: 'Mooncake',
+          connection: {
+            managed: {
+              leader: { multiTenancy: false },
+              members: [
+                { nodeSelector: { 'kubernetes.io/os': 'linux' }, medium: 'DRAM', capacityPerMember: '1Gi' },
+              ],
+            },
+          },
+        },
+      } as KubeObject,
+      { fieldManager: 'kvpool-test' },
+    );
+    const rollBackend = () =>
+      e.cluster.client.get<KVCacheBackend>({
+        apiVersion: 'worker.gpustack.ai/v1',
+        kind: 'KVCacheBackend',
+        name: roll,
+      });
+    await waitFor(
+      async () => {
+        const b = await rollBackend();
+        return b.status?.phase === 'Ready' && b.status.capacity?.total === '2Gi' ? true : undefined;
+      },
+      { what: 'roll-store Ready with 2Gi', timeoutMs: 180_000 },
+    );
+    const rollPods = async (component: string) =>
+      (
+        await e.cluster.client.list<Pod>(
+          { apiVersion: 'v1', kind: 'Pod', namespace: ns },
+          { labelSelector: `app.kubernetes.io/instance=${roll},app.kubernetes.io/component=${component}` },
+        )
+      ).items.filter((p) => !p.metadata.deletionTimestamp);
+    const leaderIp = async () =>
+      (await rollPods('leader')).find((p) => p.status?.containerStatuses?.[0]?.ready)?.status?.podIP;
+    const members = await rollPods('member-0');
     assert.equal(members.length, 2);
-    const memberIps = new Set(members.map((m) => m.status!.podIP!));
+    const ip = (await leaderIp())!;
+    const client = (master: string) => ({ master: `${master}:50051`, host: e.cluster.hostAddress });
     const keys = Array.from({ length: 16 }, (_, i) => `roll-${i}`);
-    await store(
-      ip,
+    const puts = await runStoreClient(
+      client(ip),
       keys.map((key) => ({ op: 'put' as const, key, data: Buffer.from(`value of ${key}`) })),
+    );
+    assert.ok(
+      puts.every((r) => 'rc' in r && r.rc === 0),
+      JSON.stringify(puts),
     );
     /** The member Pod IP holding each key, as the master says. */
     const homes = new Map<string, string>();
     for (const key of keys) {
       const where = await (await fetch(`http://${ip}:${adminPort}/query_key?key=${key}`)).text();
-      const home = [...memberIps].find((m) => where.includes(`"${m}:`));
+      const home = members.map((m) => m.status!.podIP!).find((m) => where.includes(`"${m}:`));
       if (home) homes.set(key, home);
     }
-    assert.ok(homes.size > 0, 'the master says where the keys live');
+    assert.equal(homes.size, keys.length, 'the master says where every key lives');
 
     // The same image under a second tag, on every node: a new kv-cache-backend-image.
     const secondTag = `${storeImage}-roll`;
     for (const n of e.cluster.nodes) {
       await e.cluster.node(n).exec(['ctr', '-n', 'k8s.io', 'images', 'tag', storeImage, secondTag]);
     }
-    const capacities: number[] = [];
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        const b = await e.cluster.client
-          .get<KVCacheBackend>({
-            apiVersion: 'worker.gpustack.ai/v1',
-            kind: 'KVCacheBackend',
-            name: 'mooncake-dram',
-          })
-          .catch(() => undefined);
-        const total = b?.status?.capacity?.total;
-        if (total !== undefined)
-          capacities.push(total === '16Gi' ? 16 : total === '8Gi' ? 8 : Number.parseFloat(String(total)));
-        await sleep(100);
-      }
-    })();
-    await e.kubectl([
-      '-n',
-      ns,
-      'patch',
-      'setting',
-      'kv-cache-backend-image',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ spec: { value: secondTag.replace(/^docker\.io\//, '') } }),
-    ]);
-    // While exactly one member runs the new image, the other member's keys read back.
-    const oldUids = new Set(members.map((m) => m.metadata.uid));
-    const halfway = await waitFor(
-      async () => {
-        const now = await pods('member-0');
-        const rolled = now.filter((m) => !oldUids.has(m.metadata.uid));
-        const unrolled = now.filter((m) => oldUids.has(m.metadata.uid));
-        return rolled.length === 1 && unrolled.length === 1 ? unrolled[0]! : undefined;
-      },
-      { what: 'one member rolled, the other not yet', timeoutMs: 180_000 },
-    );
-    const unrolledIp = halfway.status!.podIP!;
-    const kept = [...homes].filter(([, home]) => home === unrolledIp).map(([key]) => key);
-    const leaderNow = (await serving())!.status!.podIP!;
-    for (const key of kept) {
-      const [got] = await store(leaderNow, [{ op: 'get', key }]);
-      assert.ok(
-        got && 'data' in got && got.data.toString() === `value of ${key}`,
-        `${key} on the unrolled member`,
+    // Each sample: the capacity the operator read, and whether the first leader still serves (the
+    // members roll first; the leader hands over once, after them).
+    const firstLeader = (await rollPods('leader')).find((p) => p.status?.containerStatuses?.[0]?.ready)!
+      .metadata.uid;
+    const sampler = sample(async () => {
+      const total = (await rollBackend().catch(() => undefined))?.status?.capacity?.total;
+      const leader = (await rollPods('leader').catch(() => [])).find(
+        (p) => p.status?.containerStatuses?.[0]?.ready,
       );
+      return {
+        capacity: total === undefined ? 'absent' : String(total),
+        firstLeader: leader?.metadata.uid === firstLeader,
+      };
+    });
+    let capacities: { capacity: string; firstLeader: boolean }[] = [];
+    let kept: string[] = [];
+    try {
+      await e.kubectl([
+        '-n',
+        ns,
+        'patch',
+        'setting',
+        'kv-cache-backend-image',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec: { value: secondTag.replace(/^docker\.io\//, '') } }),
+      ]);
+      // While exactly one member runs the new image, the other member's keys read back.
+      const oldUids = new Set(members.map((m) => m.metadata.uid));
+      const unrolled = await waitFor(
+        async () => {
+          const now = await rollPods('member-0');
+          const fresh = now.filter((m) => !oldUids.has(m.metadata.uid));
+          const old = now.filter((m) => oldUids.has(m.metadata.uid));
+          return fresh.length === 1 && old.length === 1 ? old[0]! : undefined;
+        },
+        { what: 'one member rolled, the other not yet', timeoutMs: 180_000 },
+      );
+      kept = keys.filter((key) => homes.get(key) === unrolled.status!.podIP);
+      assert.ok(kept.length > 0, 'some keys live on the member not yet rolled');
+      const reads = await runStoreClient(
+        client((await leaderIp())!),
+        kept.map((key) => ({ op: 'get' as const, key })),
+      );
+      for (const [i, got] of reads.entries()) {
+        assert.ok(
+          'data' in got && got.data.toString() === `value of ${kept[i]}`,
+          `${kept[i]} on the unrolled member`,
+        );
+      }
+      await waitFor(
+        async () => {
+          const now = await rollPods('member-0');
+          const b = await rollBackend();
+          return now.length === 2 &&
+            now.every((m) => !oldUids.has(m.metadata.uid)) &&
+            b.status?.capacity?.total === '2Gi'
+            ? true
+            : undefined;
+        },
+        { what: 'both members replaced and roll-store Ready with 2Gi', timeoutMs: 300_000 },
+      );
+    } finally {
+      capacities = await sampler.stop();
     }
-    await waitFor(
-      async () => {
-        const now = await pods('member-0');
-        const b = await e.cluster.client.get<KVCacheBackend>({
-          apiVersion: 'worker.gpustack.ai/v1',
-          kind: 'KVCacheBackend',
-          name: 'mooncake-dram',
-        });
-        return now.length === 2 &&
-          now.every((m) => !oldUids.has(m.metadata.uid)) &&
-          b.status?.capacity?.total === '16Gi'
-          ? true
-          : undefined;
-      },
-      { what: 'both members on the new image and the backend Ready with 16Gi', timeoutMs: 300_000 },
-    );
-    sampling = false;
-    await sampler;
+    const memberRoll = capacities.filter((c) => c.firstLeader).map((c) => c.capacity);
+    const handover = capacities.filter((c) => !c.firstLeader).map((c) => c.capacity);
+    const seen = [...new Set(memberRoll)];
     console.log(
-      `member roll: ${capacities.length} capacity samples, lowest ${Math.min(...capacities)}Gi; ${kept.length} keys on the unrolled member read back`,
+      `member roll: ${memberRoll.length} capacity samples, values seen ${seen.join(', ')}; ${kept.length} keys on the unrolled member read back; then the leader handover: ${handover.filter((c) => c !== '2Gi').length} samples (~100 ms each) without the full 2Gi`,
     );
-    assert.ok(capacities.length > 10);
-    assert.ok(Math.min(...capacities) > 0, 'capacity never dropped to zero');
+    assert.ok(memberRoll.length > 10);
+    assert.ok(
+      memberRoll.every((c) => c === '2Gi' || c === '1Gi'),
+      `capacity never below one member while members roll: ${seen.join(', ')}`,
+    );
   });
 });

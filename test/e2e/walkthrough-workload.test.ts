@@ -4,9 +4,9 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { localInstanceType } from '../../local/cluster.ts';
 import type { KVCachePoolBinding, ModelDeployment } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { localInstanceType } from '../../src/local/cluster.ts';
 import { parsePrometheusText } from '../../src/store/prometheus.ts';
 import { conditionOf, type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
 import { seedText } from '../support/seed.ts';

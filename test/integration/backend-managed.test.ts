@@ -122,7 +122,7 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
         apiGroups: ['coordination.k8s.io'],
         resources: ['leases'],
         resourceNames: ['mooncake-dram-leader'],
-        verbs: ['get', 'update'],
+        verbs: ['get', 'update', 'patch'],
       },
     ]);
     const lease = await get('Lease', 'mooncake-dram-leader', 'coordination.k8s.io/v1');

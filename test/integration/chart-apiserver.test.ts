@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { helmTemplate, installNamespace, installYamlPath } from '../../src/cli/manifests.ts';
+import { helmTemplate, installNamespace, installYamlPath } from '../../scripts/manifests.ts';
 import { KubeClient, type KubeObject } from '../../src/kube/client.ts';
 import { ApiError } from '../../src/kube/errors.ts';
 import { ensureNamespace, kubectl, testClient, testKubeconfig, uniqueName } from '../support/cluster.ts';

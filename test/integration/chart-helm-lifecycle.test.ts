@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { chartDir } from '../../src/cli/manifests.ts';
+import { helmBinary } from '../../local/toolchain.ts';
+import { chartDir } from '../../scripts/manifests.ts';
 import { type KubeClient, type KubeObject, refOf } from '../../src/kube/client.ts';
-import { helmBinary } from '../../src/local/toolchain.ts';
 import { mutatingConfigurationName, validatingConfigurationName } from '../../src/webhooks/configuration.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort } from '../../src/local/ports.ts';
+import { freePort } from '../../local/ports.ts';
 import { parsePrometheusText } from '../../src/store/prometheus.ts';
 import { tenantFigures } from '../../src/store/tenant-metrics.ts';
 import {

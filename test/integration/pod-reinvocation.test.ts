@@ -4,10 +4,10 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { freePort } from '../../local/ports.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { createCertificateAuthority, loadCertificateAuthority } from '../../src/kube/pki.ts';
 import { allow, deny, WebhookServer } from '../../src/kube/webhook-server.ts';
-import { freePort } from '../../src/local/ports.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';

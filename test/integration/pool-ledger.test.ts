@@ -105,12 +105,13 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
     );
     assert.equal(p.status?.phase, 'Ready', 'oversubscription is informational');
     assert.match(condition(p, 'QuotaWithinTotal')?.message ?? '', /160Mi.*128Mi/);
-    const expected: [string, string, string, number][] = [
-      ['team-a', 'team-a', 'default', 6.4],
-      ['team-b', 'team-b', 'llama-8b-v1', 6.4],
-      ['team-a', 'qwen-fp8', 'qwen-fp8-v1', 3.2],
+    // A unit is 8Mi: the printer column reads the recut grant as people write it, not as a byte count.
+    const expected: [string, string, string, number, string][] = [
+      ['team-a', 'team-a', 'default', 6.4, '51.2Mi'],
+      ['team-b', 'team-b', 'llama-8b-v1', 6.4, '51.2Mi'],
+      ['team-a', 'qwen-fp8', 'qwen-fp8-v1', 3.2, '25.6Mi'],
     ];
-    for (const [ns, name, domain, units] of expected) {
+    for (const [ns, name, domain, units, shown] of expected) {
       // The uncontested grant stays on the master until it recuts: wait for the recut figure itself.
       let last: number | undefined;
       const reported = await waitFor(
@@ -138,6 +139,7 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
           Number(parseQuantityBytes(x.status.effectiveQuota)) === reported,
       );
       assert.notEqual(b.status?.requestedQuota, undefined);
+      assert.equal(b.status?.display?.effectiveQuota, shown);
     }
     assert.deepEqual(await ledgerTenants(store), ['default', 'llama-8b-v1', 'qwen-fp8-v1']);
   });

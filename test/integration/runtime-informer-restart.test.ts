@@ -3,10 +3,10 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { ControlPlane } from '../../local/control-plane.ts';
 import { KubeClient, type KubeObject } from '../../src/kube/client.ts';
 import { Controller, ownKey, splitKey } from '../../src/kube/controller.ts';
 import { Informer } from '../../src/kube/informer.ts';
-import { ControlPlane } from '../../src/local/control-plane.ts';
 import { waitFor } from '../support/wait.ts';
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };

@@ -2,12 +2,14 @@
 // JSON, a review missing the parts a handler reads, and a client that goes away mid-body each get a
 // clear answer (or none, for the client that left), and the server keeps serving. The requests are
 // sent by the test: an apiserver never sends such reviews, which is why the server must not trust them.
+
 import assert from 'node:assert/strict';
 import { request } from 'node:https';
 import { after, before, describe, it } from 'node:test';
+import { freePort } from '../../local/ports.ts';
+import { formatQuantity } from '../../src/api/readable-quantity.ts';
 import { createCertificateAuthority, loadCertificateAuthority } from '../../src/kube/pki.ts';
 import { allow, WebhookServer } from '../../src/kube/webhook-server.ts';
-import { freePort } from '../../src/local/ports.ts';
 
 const limit = 64 << 10;
 
@@ -73,7 +75,7 @@ describe('the webhook server with reviews no apiserver sends', () => {
     assert.equal(declared.status, 413);
     assert.equal(
       declared.body,
-      `the AdmissionReview is larger than the webhook reads (${limit} bytes); nothing was admitted`,
+      `the AdmissionReview is larger than the webhook reads (${formatQuantity(limit)}); nothing was admitted`,
     );
     const half = padded.length >> 1;
     const streamed = await post([padded.slice(0, half), padded.slice(half)]);

@@ -5,12 +5,13 @@ import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { connect } from 'node:tls';
+import { freePort } from '../../local/ports.ts';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 import { ApiError } from '../../src/kube/errors.ts';
+import { webhookLatency } from '../../src/kube/metrics.ts';
 import { createCertificateAuthority, loadCertificateAuthority } from '../../src/kube/pki.ts';
 import { WebhookCertificates } from '../../src/kube/webhook-certs.ts';
 import { allow, deny, WebhookServer } from '../../src/kube/webhook-server.ts';
-import { freePort } from '../../src/local/ports.ts';
 import { ensureNamespace, testClient, uniqueName } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -138,12 +139,26 @@ describe('validating webhook through the real apiserver', () => {
   });
 
   it('refuses a create with its own message, and lets others through', async () => {
+    // Answers to this path, as controller-runtime's webhook latency histogram counts them.
+    const handled = async () =>
+      (await webhookLatency.get()).values
+        .filter(
+          (v) =>
+            v.metricName === 'controller_runtime_webhook_latency_seconds_count' &&
+            v.labels.webhook === '/validate-configmaps',
+        )
+        .reduce((sum, v) => sum + v.value, 0);
+    const before = await handled();
     await createRefused();
     await client.create({
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: { name: uniqueName('ok'), namespace: ns },
     } as KubeObject);
+    // Each answer is timed in the webhook's histogram: the refusal and the admitted create.
+    await waitFor(async () => ((await handled()) >= before + 2 ? true : undefined), {
+      what: 'both answers timed',
+    });
   });
 
   it('keeps working after the serving certificate is rotated (same CA)', async () => {

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
+import { awaitAdmissionInForce } from '../../local/admission-in-force.ts';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
-import { awaitAdmissionInForce } from '../../src/local/admission-in-force.ts';
 import { validatingConfigurationName } from '../../src/webhooks/configuration.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';

@@ -2,8 +2,8 @@
 // It exists only to inject a fault a real master gives no way to provoke on demand: one tenant's write
 // failing while the others succeed. Everything it does not fail reaches the real master unchanged.
 import { createServer, type Server } from 'node:http';
+import { freePort } from '../../local/ports.ts';
 import { closeServer, listen } from '../../src/kube/listen.ts';
-import { freePort } from '../../src/local/ports.ts';
 
 export class AdminFaultProxy {
   private readonly target: string;

@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { freePort } from '../../src/local/ports.ts';
+import { freePort } from '../../local/ports.ts';
 
 export type RelayMode = 'pass' | 'refuse' | 'hang';
 

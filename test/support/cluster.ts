@@ -1,8 +1,8 @@
 // Access to the run's shared control plane (see global-setup.ts) for integration tests.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { kubeBinary } from '../../local/toolchain.ts';
 import { KubeClient, type KubeObject } from '../../src/kube/client.ts';
-import { kubeBinary } from '../../src/local/toolchain.ts';
 
 export function testKubeconfig(): string {
   const path = process.env.KVPOOL_TEST_KUBECONFIG;

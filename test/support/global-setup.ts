@@ -1,8 +1,9 @@
 // One real control plane (etcd + kube-apiserver) with the CRDs installed, shared by the integration
 // test files of a run; its kubeconfig reaches them through KVPOOL_TEST_KUBECONFIG.
+
+import { ControlPlane } from '../../local/control-plane.ts';
+import { installCrds } from '../../local/install-crds.ts';
 import { KubeClient } from '../../src/kube/client.ts';
-import { ControlPlane } from '../../src/local/control-plane.ts';
-import { installCrds } from '../../src/local/install-crds.ts';
 
 let controlPlane: ControlPlane | undefined;
 

@@ -1,8 +1,9 @@
 // A control plane of a test file's own (with the CRDs installed), for tests that run controllers or
 // webhooks: those act cluster-wide and must not meet another file's objects.
+
+import { ControlPlane } from '../../local/control-plane.ts';
+import { installCrds } from '../../local/install-crds.ts';
 import { KubeClient } from '../../src/kube/client.ts';
-import { ControlPlane } from '../../src/local/control-plane.ts';
-import { installCrds } from '../../src/local/install-crds.ts';
 
 export interface IsolatedCluster {
   cp: ControlPlane;

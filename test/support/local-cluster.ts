@@ -5,9 +5,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { LocalCluster, type LocalClusterOptions } from '../../local/cluster.ts';
+import { kubeBinary } from '../../local/toolchain.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
-import { LocalCluster, type LocalClusterOptions } from '../../src/local/cluster.ts';
-import { kubeBinary } from '../../src/local/toolchain.ts';
 
 export interface E2ECluster {
   cluster: LocalCluster;

@@ -4,9 +4,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort } from '../../src/local/ports.ts';
-import { type ManagedProcess, startProcess } from '../../src/local/processes.ts';
-import { mooncakeBinary } from '../../src/local/toolchain.ts';
+import { freePort } from '../../local/ports.ts';
+import { type ManagedProcess, startProcess } from '../../local/processes.ts';
+import { mooncakeBinary } from '../../local/toolchain.ts';
 import { waitFor } from './wait.ts';
 
 export interface Tenant {

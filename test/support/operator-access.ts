@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
-import { helmTemplate, installNamespace, installYamlPath } from '../../src/cli/manifests.ts';
+import { helmTemplate, installNamespace, installYamlPath } from '../../scripts/manifests.ts';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 
 export const operatorAccount = 'kvpool-operator';

@@ -2,10 +2,11 @@
 // permission fails the test), optionally with its admission webhooks served on a loopback port. The
 // test plays the installer: it applies the account and the webhook configurations as the cluster
 // admin, as the chart does, and the operator sets their CA bundle.
+
+import { awaitAdmissionInForce } from '../../local/admission-in-force.ts';
+import { freePort } from '../../local/ports.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import type { LeaderElectionOptions } from '../../src/kube/leader-election.ts';
-import { awaitAdmissionInForce } from '../../src/local/admission-in-force.ts';
-import { freePort } from '../../src/local/ports.ts';
 import { type RunningOperator, startOperator } from '../../src/operator.ts';
 import { applyWebhookConfigurations, webhookHooks } from '../../src/webhooks/index.ts';
 import { accountKubeconfig, installOperatorAccess } from './operator-access.ts';

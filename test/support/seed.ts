@@ -2,8 +2,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { projectRoot } from '../../local/toolchain.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { projectRoot } from '../../src/local/toolchain.ts';
 
 export const seedDir = join(projectRoot, 'examples', 'walkthrough');
 

@@ -1,7 +1,7 @@
 // Drives the real Mooncake client library (Python) for put/get checks against a real master.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { mooncakeBinary } from '../../src/local/toolchain.ts';
+import { mooncakeBinary } from '../../local/toolchain.ts';
 
 export type StoreOp = { op: 'put'; key: string; data: Buffer } | { op: 'get'; key: string };
 export type StoreResult = { rc: number } | { data: Buffer };

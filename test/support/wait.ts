@@ -1,7 +1,7 @@
 // The one way tests wait: read until the value awaited appears, or fail naming what was awaited and
-// what was seen last. Built on the poll loop the local cluster uses (src/local/wait-for.ts).
+// what was seen last. Built on the runtime's poll loop (src/kube/wait-for.ts).
 import { inspect } from 'node:util';
-import { waitFor as poll, WaitAborted } from '../../src/local/wait-for.ts';
+import { waitFor as poll, WaitAborted } from '../../src/kube/wait-for.ts';
 
 export { WaitAborted };
 

@@ -33,14 +33,14 @@ const withLeader = (leader: Partial<Leader>) => (b: KVCacheBackend) => {
 };
 
 describe('accounts', () => {
-  it('let the leader get and update its own Lease, nothing else (no create, no Pods)', () => {
+  it('let the leader get, take (update) and renew (patch) its own Lease, nothing else (no create, no Pods)', () => {
     const role = render().rbac.find((o) => o.kind === 'Role' && o.metadata.name === 'mooncake-dram-leader');
     assert.deepEqual((role as Loose).rules, [
       {
         apiGroups: ['coordination.k8s.io'],
         resources: ['leases'],
         resourceNames: ['mooncake-dram-leader'],
-        verbs: ['get', 'update'],
+        verbs: ['get', 'update', 'patch'],
       },
     ]);
   });

@@ -6,10 +6,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parse, parseAllDocuments } from 'yaml';
+import { helmBinary, projectRoot } from '../../local/toolchain.ts';
+import { chartDir, helmTemplate } from '../../scripts/manifests.ts';
 import { settingDefaults } from '../../src/api/setting.ts';
-import { chartDir, helmTemplate } from '../../src/cli/manifests.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { helmBinary, projectRoot } from '../../src/local/toolchain.ts';
 
 type Obj = KubeObject & Record<string, unknown>;
 /** Helm hooks (the uninstall step) run with their own account, tested on their own. */
@@ -165,6 +165,76 @@ describe('the kvpool chart', () => {
       find(render(['--set', 'operator.replicas=1']), 'PodDisruptionBudget').length,
       0,
       'none for one replica',
+    );
+  });
+
+  it('is scraped: annotations on the operator Pods, a ServiceMonitor and a store PodMonitor only on request', () => {
+    const objs = render();
+    const [deployment] = find(objs, 'Deployment') as (Obj & {
+      spec: { template: { metadata: { annotations?: Record<string, string> } } };
+    })[];
+    assert.deepEqual(deployment!.spec.template.metadata.annotations, {
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': '8081',
+      'prometheus.io/path': '/metrics',
+    });
+    assert.equal(find(objs, 'ServiceMonitor').length + find(objs, 'PodMonitor').length, 0, 'off by default');
+    const on = render([
+      '--set',
+      'metrics.serviceMonitor.enabled=true',
+      '--set',
+      'metrics.serviceMonitor.labels.release=prom',
+    ]);
+    const [sm] = find(on, 'ServiceMonitor') as (Obj & { spec: { endpoints: { port: string }[] } })[];
+    assert.equal(sm!.metadata.labels?.release, 'prom');
+    assert.equal(sm!.spec.endpoints[0]!.port, 'metrics');
+    const [pm] = find(on, 'PodMonitor') as (Obj & {
+      spec: {
+        selector: { matchLabels: Record<string, string> };
+        podMetricsEndpoints: { port: string; relabelings: { sourceLabels: string[]; action?: string }[] }[];
+      };
+    })[];
+    assert.deepEqual(pm!.spec.selector.matchLabels, {
+      'app.kubernetes.io/name': 'kv-cache-backend',
+      'app.kubernetes.io/component': 'leader',
+    });
+    const endpoint = pm!.spec.podMetricsEndpoints[0]!;
+    assert.equal(endpoint.port, 'admin');
+    assert.deepEqual(endpoint.relabelings[0], {
+      sourceLabels: ['__meta_kubernetes_pod_ready'],
+      regex: 'true',
+      action: 'keep',
+    });
+  });
+
+  it('adds the monitoring namespace, and only it, to who may reach the store leaders’ admin port', () => {
+    type Policy = Obj & {
+      spec: {
+        podSelector: { matchLabels: Record<string, string> };
+        policyTypes: string[];
+        ingress: { ports: { port: number }[]; from?: Record<string, unknown>[] }[];
+      };
+    };
+    const [np] = find(render(), 'NetworkPolicy') as Policy[];
+    assert.deepEqual(np!.spec.podSelector.matchLabels, {
+      'app.kubernetes.io/name': 'kv-cache-backend',
+      'app.kubernetes.io/component': 'leader',
+    });
+    assert.deepEqual(np!.spec.policyTypes, ['Ingress']);
+    assert.deepEqual(np!.spec.ingress, [
+      {
+        ports: [{ port: 9003, protocol: 'TCP' }],
+        from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+      },
+    ]);
+    const [wider] = find(
+      render(['--set-json', 'metrics.store.networkPolicy.extraFrom=[{"ipBlock":{"cidr":"10.1.2.3/32"}}]']),
+      'NetworkPolicy',
+    ) as Policy[];
+    assert.deepEqual(wider!.spec.ingress[0]!.from?.[1], { ipBlock: { cidr: '10.1.2.3/32' } });
+    assert.equal(
+      find(render(['--set', 'metrics.store.networkPolicy.enabled=false']), 'NetworkPolicy').length,
+      0,
     );
   });
 

@@ -27,3 +27,19 @@ export function goldenTests<T>(dir: URL, cases: Record<string, T>, render: (c: T
     for (const c of Object.values(cases)) assert.equal(goldenBytes(render(c)), goldenBytes(render(c)));
   });
 }
+
+/** Like goldenTests, for renders that are text people read: compared with `<dir>/<name>.txt`. */
+export function goldenTextTests<T>(dir: URL, cases: Record<string, T>, render: (c: T) => string): void {
+  for (const [name, c] of Object.entries(cases)) {
+    it(`prints ${name} exactly as recorded`, () => {
+      const file = new URL(`${name}.txt`, dir);
+      const rendered = render(c);
+      if (process.env.UPDATE_GOLDEN === '1') {
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(file, rendered);
+        return;
+      }
+      assert.equal(rendered, readFileSync(file, 'utf8'), `${name}: rerun with UPDATE_GOLDEN=1 if intended`);
+    });
+  }
+}

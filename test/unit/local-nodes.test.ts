@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { clusterAddressing, maxSlots } from '../../src/local/nodes/addressing.ts';
+import { clusterAddressing, maxSlots } from '../../local/nodes/addressing.ts';
 import {
   cniConfig,
   containerdConfig,
   kubeletConfig,
   kubeProxyConfig,
   type NodePlan,
-} from '../../src/local/nodes/node-config.ts';
+} from '../../local/nodes/node-config.ts';
 
 const plan: NodePlan = {
   name: 'kvpool-node-1',

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { generatedSourceFiles, installYamlPath, renderInstallYaml } from '../../src/cli/manifests.ts';
-import { projectRoot } from '../../src/local/toolchain.ts';
+import { projectRoot } from '../../local/toolchain.ts';
+import { generatedSourceFiles, installYamlPath, renderInstallYaml } from '../../scripts/manifests.ts';
 
 const fix = 'run `npm run manifests` after a schema, hook or chart change';
 

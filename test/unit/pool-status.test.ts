@@ -154,6 +154,18 @@ describe('decidePool: figures', () => {
     ]);
   });
 
+  it('lists usedBy in namespace/name order, whatever order the Bindings arrive in', () => {
+    const zeta = () => binding('team-a', 'zeta', { domain: 'zeta', ceiling: '1Gi' });
+    const forward = decide(pool(), [llama(), zeta(), qwen()]);
+    const backward = decide(pool(), [qwen(), zeta(), llama()]);
+    // An informer's index order follows its events: an unordered list would rewrite the status on an idle pass.
+    assert.deepEqual(forward.status, backward.status);
+    assert.deepEqual(
+      (forward.status.usedBy as { namespace: string; name: string }[]).map((u) => `${u.namespace}/${u.name}`),
+      ['team-a/qwen', 'team-a/zeta', 'team-b/llama'],
+    );
+  });
+
   it('keeps a domain the master refused to drop, and omits the releasing Binding from usedBy', () => {
     const old = binding('team-a', 'old', { domain: 'old', deleting: true });
     const prior = {

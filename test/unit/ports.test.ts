@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
-import { freePort } from '../../src/local/ports.ts';
+import { freePort } from '../../local/ports.ts';
 
 describe('freePort', () => {
   it('hands out distinct ports below the kernel’s ephemeral range, each one listenable', async () => {

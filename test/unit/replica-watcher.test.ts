@@ -1,6 +1,7 @@
 // What engine replicas report about the cache is read by a watcher on its own schedule, which wakes the
 // deployment's pass only when the verdict (none, any success, any failure) changes. The reader is the
 // test's: it stands for the replicas' /metrics.
+
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { CacheReports } from '../../src/store/replica-reports.ts';

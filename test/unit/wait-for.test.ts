@@ -2,7 +2,7 @@
 // built on it also reports the last value it saw.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { WaitAborted, waitFor } from '../../src/local/wait-for.ts';
+import { WaitAborted, waitFor } from '../../src/kube/wait-for.ts';
 import { waitFor as supportWaitFor } from '../support/wait.ts';
 
 describe('waitFor', () => {

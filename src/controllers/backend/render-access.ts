@@ -71,7 +71,7 @@ function accountWithRole(
   return [account, role, binding];
 }
 
-/** The election's accounts: the leader reads and renews its own Lease, members (by Lease) read it. */
+/** The election's accounts: the leader reads and renews (one JSON patch) its own Lease, members (by Lease) read it. */
 export function renderElectionRbac(
   backend: KVCacheBackend,
   ctx: BackendRenderContext,
@@ -84,7 +84,9 @@ export function renderElectionRbac(
     verbs,
   });
   return [
-    ...accountWithRole(backend, ctx, leaderName(backend), leaderComponent, [lease(['get', 'update'])]),
+    ...accountWithRole(backend, ctx, leaderName(backend), leaderComponent, [
+      lease(['get', 'update', 'patch']),
+    ]),
     ...(membersReadLease(backend)
       ? accountWithRole(backend, ctx, memberAccountName(backend), memberRbacComponent, [lease(['get'])])
       : []),

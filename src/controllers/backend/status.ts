@@ -1,6 +1,7 @@
 // The backend's conditions, phase, capacity and member rows, decided from what the store and the
 // cluster report (KV-cache spec §2.1, §4.7, §5.4). Pure: the reconciler gathers a BackendView and
 // writes what this returns.
+import { formatQuantity } from '../../api/readable-quantity.ts';
 import { type DecidedCondition, decided, nameList } from '../../model/conditions.ts';
 import { formatBinarySI } from '../../model/quantity.ts';
 import { capacityFrom } from '../../store/observe.ts';
@@ -91,7 +92,7 @@ function capacityVerdict(
       'CapacityObserved',
       'True',
       'Observed',
-      `the master reports ${formatBinarySI(cap.total)} of capacity, ${formatBinarySI(cap.used)} in use`,
+      `the master reports ${formatQuantity(cap.total)} of capacity, ${formatQuantity(cap.used)} in use`,
     ),
     total: cap.total,
     used: cap.used,

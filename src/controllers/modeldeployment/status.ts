@@ -1,6 +1,6 @@
 // A ModelDeployment's phase, role counts and conditions (ModelDeployment spec §2, KV-cache spec §2.4),
 // decided from its Deployments, its cache resolution and what ready replicas report. Pure.
-
+import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { ModelDeployment } from '../../api/types.ts';
 import { type DecidedCondition, decided } from '../../model/conditions.ts';
 import type { CacheReports } from '../../store/replica-reports.ts';
@@ -69,7 +69,7 @@ function cacheAttached(v: DeploymentView): DecidedCondition {
       'CacheAttached',
       'True',
       'CacheActive',
-      `no replica reported, and the shared domain holds ${v.domainUsageBytes} bytes`,
+      `no replica reported, and the shared domain holds ${formatQuantity(v.domainUsageBytes!)}`,
     );
   }
   return decided(

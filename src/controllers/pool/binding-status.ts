@@ -1,14 +1,14 @@
 // Conditions, phases and figures of Bindings (KV-cache spec §2.3), decided from what one master
 // reported this pass. Pure.
+import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePoolBinding } from '../../api/types.ts';
 import { type DecidedCondition, decided, nameList } from '../../model/conditions.ts';
 import { domainOf } from '../../model/domains.ts';
-import { formatBinarySI } from '../../model/quantity.ts';
 import type { LedgerFailure } from '../../store/tenant-ledger.ts';
 import type { TenantFigures } from '../../store/tenant-metrics.ts';
 import type { LedgerPlan } from './plan.ts';
-import { bytes, type Decision, type MasterReport, phaseOf } from './status.ts';
+import { bytes, type Decision, type MasterReport, phaseOf, readable } from './status.ts';
 
 export function decideBinding(
   b: KVCachePoolBinding,
@@ -103,7 +103,7 @@ export function decideBinding(
           'QuotaObserved',
           'True',
           'Observed',
-          `the master grants ${bytes(f.effectiveBytes) ?? 'no figure'} of the ${bytes(f.requestedBytes) ?? '?'} requested; ${bytes(f.usageBytes) ?? 'no figure'} in use${inflight}${noPolicy}`,
+          `the master grants ${readable(f.effectiveBytes) ?? 'no figure'} of the ${readable(f.requestedBytes) ?? '?'} requested; ${readable(f.usageBytes) ?? 'no figure'} in use${inflight}${noPolicy}`,
         ),
       );
       conditions.push(writeFailure(b, domain, m) ?? ceilingAboveTotal(b, plan) ?? grantCondition(domain, f));
@@ -140,7 +140,7 @@ function ceilingAboveTotal(b: KVCachePoolBinding, plan: LedgerPlan): DecidedCond
     'QuotaGranted',
     'False',
     'CeilingAboveTotal',
-    `spec.quota.ceiling ${formatBinarySI(over.bytes)} is more than pool ${over.pool}’s quota.total of ${formatBinarySI(over.total)}, so it is not written to the master; lower the ceiling or raise the pool’s total`,
+    `spec.quota.ceiling ${formatQuantity(over.bytes)} is more than pool ${over.pool}’s quota.total of ${formatQuantity(over.total)}, so it is not written to the master; lower the ceiling or raise the pool’s total`,
   );
 }
 
@@ -176,7 +176,7 @@ function grantCondition(domain: string, f: TenantFigures): DecidedCondition {
     'QuotaGranted',
     'True',
     'Granted',
-    `the master grants domain ${domain} ${bytes(f.effectiveBytes)}`,
+    `the master grants domain ${domain} ${readable(f.effectiveBytes)}`,
   );
 }
 

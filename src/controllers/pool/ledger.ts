@@ -1,6 +1,8 @@
 // Executes a ledger plan against one master: list once, PUT what differs, DELETE what this operator
 // registered and no Binding wants. A delete the master refuses (tenant not empty) is retained. A tenant
 // enters the registry before it is first written, and leaves it once it is gone from the master.
+
+import { eachWrite } from '../../context/apply.ts';
 import {
   type LedgerEntry,
   type LedgerError,
@@ -9,6 +11,9 @@ import {
 } from '../../store/tenant-ledger.ts';
 import { type LedgerPlan, type PlanInput, planLedger } from './plan.ts';
 import { sameTenants } from './tenant-registry.ts';
+
+/** Ledger requests in flight at once: a pass may carry one per Binding on the master. */
+const ledgerConcurrency = 8;
 
 export interface LedgerOutcome {
   plan: LedgerPlan;
@@ -73,21 +78,21 @@ export async function executeLedger(
   };
   await save();
   // One tenant's failed write stops nothing: it is reported on its own Binding, the rest go on.
-  for (const { tenant, bytes } of plan.puts) {
+  const put = async ({ tenant, bytes }: { tenant: string; bytes: bigint }) => {
+    if (outcome.ledgerOff) return;
     try {
       await ledger.put(tenant, bytes);
       outcome.wrote = true;
     } catch (err) {
       const failure = (err as LedgerError).failure;
-      if (failure.kind === 'MultiTenancyDisabled') {
-        outcome.ledgerOff = true;
-        return outcome;
-      }
-      outcome.putFailures.set(tenant, failure);
+      if (failure.kind === 'MultiTenancyDisabled') outcome.ledgerOff = true;
+      else outcome.putFailures.set(tenant, failure);
       if (failure.kind === 'QuotaPolicyNotWritable') outcome.failure = failure;
     }
-  }
-  for (const tenant of plan.deletes) {
+  };
+  await eachWrite(plan.puts, put, ledgerConcurrency);
+  if (outcome.ledgerOff) return outcome;
+  const remove = async (tenant: string) => {
     try {
       await ledger.delete(tenant);
       outcome.wrote = true;
@@ -99,7 +104,8 @@ export async function executeLedger(
       if (failure.kind === 'TenantNotEmpty') outcome.retained.add(tenant);
       else if (failure.kind === 'QuotaPolicyNotWritable') outcome.failure = failure;
     }
-  }
+  };
+  await eachWrite(plan.deletes, remove, ledgerConcurrency);
   // A registered tenant the master no longer holds, and no Binding wants, is forgotten.
   for (const tenant of [...registry])
     if (

@@ -21,6 +21,7 @@ import { gaugeBytes } from '../../store/prometheus.ts';
 import { allocatableBytes, tenantFigures } from '../../store/tenant-metrics.ts';
 import { decideBinding } from './binding-status.ts';
 import { executeLedger, type LedgerOutcome } from './ledger.ts';
+import { measureLedgerPass } from './ledger-metrics.ts';
 import { heldLive, liveInput, mayRelease, poolInUseLive } from './live-check.ts';
 import { planLedger } from './plan.ts';
 import { parsePolicy, renderSeedConfigMap, seedTenants } from './seed-policy.ts';
@@ -88,8 +89,10 @@ export class PoolReconciler {
     );
     let outcome: LedgerOutcome | undefined;
     if (address && !report.ledgerOff) {
-      outcome = await executeLedger(address, input, plan, (tenants) =>
-        writeRegistry(this.ctx.client, backend!, this.ctx.namespace, tenants),
+      outcome = await measureLedgerPass(key, () =>
+        executeLedger(address, input, plan, (tenants) =>
+          writeRegistry(this.ctx.client, backend!, this.ctx.namespace, tenants),
+        ),
       );
       plan = outcome.plan;
       report.ledgerOff = outcome.ledgerOff;
@@ -99,7 +102,7 @@ export class PoolReconciler {
     }
     if (backend?.spec.connection.managed)
       await this.seed(backend, plan, outcome, outcome?.registered ?? input.registered);
-    await this.readBack(address, report, outcome?.wrote ?? false);
+    await this.readBack(key, address, report, outcome?.wrote ?? false);
 
     const releasedAll = !backend || report.ledgerOff;
     await eachWrite(plan.releasing, async (b) => {
@@ -190,11 +193,12 @@ export class PoolReconciler {
   }
 
   /** One scrape per master per pass: fresh after a ledger write, else the watcher's latest. */
-  private async readBack(address: string | undefined, report: MasterReport, wrote: boolean) {
+  private async readBack(key: string, address: string | undefined, report: MasterReport, wrote: boolean) {
     if (!address) return;
+    const me = `pool/${key}`;
     const o = wrote
-      ? await this.ctx.store.refresh(address)
-      : (this.ctx.store.latest(address) ?? (await this.ctx.store.refresh(address)));
+      ? await this.ctx.store.refresh(address, me)
+      : (this.ctx.store.latest(address) ?? (await this.ctx.store.refresh(address, me)));
     if (!o.metrics?.ok) return;
     report.figures = tenantFigures(o.metrics.value);
     report.allocatableBytes = report.ledgerOff

@@ -1,5 +1,6 @@
 // Conditions, phases and figures of pools (KV-cache spec §2.2), decided from what one master reported
 // this pass, and what pool and Binding decisions share. Pure.
+import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import { type DecidedCondition, decided, nameList } from '../../model/conditions.ts';
@@ -39,6 +40,10 @@ export interface Decision<S> {
 
 export const bytes = (n: bigint | undefined) => (n === undefined ? undefined : formatBinarySI(n));
 
+/** A figure for a message, as people write it. */
+export const readable = (n: number | bigint | undefined) =>
+  n === undefined || (typeof n === 'number' && !Number.isFinite(n)) ? undefined : formatQuantity(n);
+
 export function phaseOf(
   conditions: DecidedCondition[],
   axes: string[],
@@ -55,8 +60,6 @@ export function phaseOf(
 
 /** How many domains and Bindings a pool's status lists by name; the counts cover all of them. */
 export const listedInStatus = 100;
-
-const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 export function decidePool(
   pool: KVCachePool,
@@ -84,13 +87,13 @@ export function decidePool(
           'QuotaWithinTotal',
           'True',
           'WithinTotal',
-          `the Bindings' ceilings sum to ${formatBinarySI(sum)}, within the pool's ${formatBinarySI(total)}`,
+          `the Bindings' ceilings sum to ${formatQuantity(sum)}, within the pool's ${formatQuantity(total)}`,
         )
       : decided(
           'QuotaWithinTotal',
           'False',
           'Oversubscribed',
-          `the Bindings' ceilings sum to ${formatBinarySI(sum)}, past the pool's quota.total of ${formatBinarySI(total)}: the master recuts each grant in proportion (see each Binding's effectiveQuota); lower a ceiling or raise quota.total for full grants`,
+          `the Bindings' ceilings sum to ${formatQuantity(sum)}, past the pool's quota.total of ${formatQuantity(total)}: the master recuts each grant in proportion (see each Binding's effectiveQuota); lower a ceiling or raise quota.total for full grants`,
         ),
   );
   type PoolDomain = NonNullable<NonNullable<KVCachePool['status']>['domains']>[number];
@@ -119,9 +122,10 @@ export function decidePool(
     domains.map((d) => d.name),
     m,
   );
+  // Sorted: the Bindings come in the informer's event order, which must not rewrite the status.
   const usedBy: UsedByEntry[] = live
     .map((b) => ({ kind: 'KVCachePoolBinding', namespace: b.metadata.namespace!, name: b.metadata.name! }))
-    .sort((a, b) => compareKeys(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`));
+    .sort((a, b) => compareRefs(a, b));
   let phase: { phase: string; phaseMessage: string };
   if (pool.metadata.deletionTimestamp) {
     const releasable = poolReleasable(
@@ -152,6 +156,12 @@ export function decidePool(
       ...(usedBy.length ? { usedBy: usedBy.slice(0, listedInStatus) } : {}),
     },
   };
+}
+
+function compareRefs(a: { namespace: string; name: string }, b: { namespace: string; name: string }) {
+  const x = `${a.namespace}/${a.name}`;
+  const y = `${b.namespace}/${b.name}`;
+  return x < y ? -1 : x > y ? 1 : 0;
 }
 
 function ledgerConditions(m: MasterReport): DecidedCondition[] {
@@ -204,7 +214,7 @@ function capacityCondition(m: MasterReport): DecidedCondition {
     'CapacityAllocatable',
     'True',
     'Allocatable',
-    `the master can allocate ${bytes(m.allocatableBytes)}`,
+    `the master can allocate ${readable(m.allocatableBytes)}`,
   );
 }
 

@@ -3,6 +3,7 @@
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import type { PoolInformers } from '../../context/informers.ts';
 import type { Controller } from '../../kube/controller.ts';
+import type { KubeObject } from '../../kube/object.ts';
 import { leaderOwner } from '../../model/store-objects.ts';
 
 /** The key of the pass that handles Bindings naming a pool that does not exist. */
@@ -13,10 +14,27 @@ export function poolKeyOf(pool: KVCachePool | undefined): string {
   return pool?.spec.backends?.[0] ?? unpooledKey;
 }
 
+/**
+ * An update that moved only the status, which this controller alone writes: its own write coming back.
+ * A pass reads statuses from the cache when it runs; waking one for each of its own writes would run a
+ * second pass over every Binding on the master after each pass that wrote.
+ */
+export function statusOnly(obj: KubeObject, event: string, old?: KubeObject): boolean {
+  return (
+    event === 'update' &&
+    old !== undefined &&
+    old.metadata.generation === obj.metadata.generation &&
+    old.metadata.deletionTimestamp === obj.metadata.deletionTimestamp &&
+    (old.metadata.finalizers ?? []).join() === (obj.metadata.finalizers ?? []).join()
+  );
+}
+
 export function wirePoolWatches(controller: Controller, i: PoolInformers): void {
   const bindingKey = (b: KVCachePoolBinding) => poolKeyOf(i.pools.get(b.spec.poolRef.name));
-  controller.watch(i.pools, (p, _e, old) => [...new Set([poolKeyOf(p), ...(old ? [poolKeyOf(old)] : [])])]);
-  controller.watch(i.bindings, (b) => [bindingKey(b)]);
+  controller.watch(i.pools, (p, e, old) =>
+    statusOnly(p, e, old) ? [] : [...new Set([poolKeyOf(p), ...(old ? [poolKeyOf(old)] : [])])],
+  );
+  controller.watch(i.bindings, (b, e, old) => (statusOnly(b, e, old) ? [] : [bindingKey(b)]));
   controller.watch(i.backends, (b) => [b.metadata.name!]);
   controller.watch(i.modelDeployments, (m) => {
     if (!m.spec.kvCache) return [];

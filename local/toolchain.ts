@@ -1,0 +1,102 @@
+// Where the real components live: built or installed once into a cache outside the checkout, keyed by
+// version (toolchain.env), so every clone on this machine reuses them.
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const projectRoot = resolve(import.meta.dirname, '..');
+
+function readToolchainEnv(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of readFileSync(join(projectRoot, 'toolchain.env'), 'utf8').split('\n')) {
+    const m = /^([A-Z0-9_]+)=(.*)$/.exec(line.trim());
+    if (m) out[m[1]!] = m[2]!.replace(/^"|"$/g, '');
+  }
+  return out;
+}
+
+const versions = readToolchainEnv();
+
+/** A value of toolchain.env; throws when it is not set there. */
+export function toolchainValue(name: string): string {
+  const value = versions[name];
+  if (value === undefined) throw new Error(`toolchain.env does not set ${name}`);
+  return value;
+}
+
+export const toolchain = {
+  kubeVersion: versions.KUBE_VERSION!,
+  etcdVersion: versions.ETCD_VERSION!,
+  mooncakeVersion: versions.MOONCAKE_VERSION!,
+  helmVersion: versions.HELM_VERSION!,
+  helm4Version: versions.HELM4_VERSION!,
+};
+
+export function cacheDir(): string {
+  return process.env.KVPOOL_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'kvpool');
+}
+
+export type KubeBinary =
+  | 'kube-apiserver'
+  | 'kube-controller-manager'
+  | 'kube-scheduler'
+  | 'kubectl'
+  | 'kubelet'
+  | 'kube-proxy';
+
+export function kubeBinary(name: KubeBinary): string {
+  return requireFile(join(cacheDir(), 'kube', toolchain.kubeVersion, name), name);
+}
+
+/** What a node runs besides the kubelet: containerd (with its shim and ctr), runc, crictl. */
+export type NodeBinary = 'containerd' | 'containerd-shim-runc-v2' | 'ctr' | 'runc' | 'crictl';
+
+const nodeComponents: Record<NodeBinary, [dir: string, version: string]> = {
+  containerd: ['containerd', 'CONTAINERD_VERSION'],
+  'containerd-shim-runc-v2': ['containerd', 'CONTAINERD_VERSION'],
+  ctr: ['containerd', 'CONTAINERD_VERSION'],
+  runc: ['runc', 'RUNC_VERSION'],
+  crictl: ['crictl', 'CRICTL_VERSION'],
+};
+
+export function nodeBinary(name: NodeBinary): string {
+  const [dir, version] = nodeComponents[name];
+  return requireFile(join(cacheDir(), dir, toolchainValue(version), name), name);
+}
+
+/** The directory of the CNI plugins (bridge, host-local, loopback, portmap). */
+export function cniPluginDir(): string {
+  const dir = join(cacheDir(), 'cni-plugins', toolchainValue('CNI_PLUGINS_VERSION'));
+  requireFile(join(dir, 'bridge'), 'the CNI plugins');
+  return dir;
+}
+
+/** The Helm CLI the project runs (Helm 3), or the Helm 4 build the chart is also tested with. */
+export function helmBinary(major: 3 | 4 = 3): string {
+  const version = major === 3 ? toolchain.helmVersion : toolchain.helm4Version;
+  return requireFile(join(cacheDir(), 'helm', version, 'helm'), `helm ${version}`);
+}
+
+export function etcdBinary(): string {
+  return requireFile(join(cacheDir(), 'etcd', toolchain.etcdVersion, 'etcd'), 'etcd');
+}
+
+/** The Python environment holding the published Mooncake wheel. */
+export function mooncakeVenv(): string {
+  return join(cacheDir(), 'venv', `mooncake-${toolchain.mooncakeVersion}`);
+}
+
+export function mooncakeBinary(
+  name: 'mooncake_master' | 'mc_store_rest_server' | 'mooncake_client' | 'python',
+): string {
+  return requireFile(join(mooncakeVenv(), 'bin', name), name);
+}
+
+function requireFile(path: string, what: string): string {
+  if (!existsSync(path)) {
+    throw new Error(
+      `${what} is not installed at ${path}: run \`npm run setup\` (scripts/setup.sh) to build or install it`,
+    );
+  }
+  return path;
+}

@@ -1,0 +1,261 @@
+// `kubectl kvpool status` as data: one tree per backend → pools → Bindings → ModelDeployments, with
+// the figures the operator derived from the store, the elected leader, the members per node, and what
+// is wrong, in the operator's own words (the condition messages). Pure.
+import { formatQuantity } from '../../api/readable-quantity.ts';
+import type { Condition } from '../../api/schema.ts';
+import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../../api/types.ts';
+import { viewPod } from '../../controllers/backend/pod-view.ts';
+import { parseQuantityBytes } from '../../model/quantity.ts';
+import { componentLabel, instanceLabel, leaderComponent } from '../../model/store-objects.ts';
+import { podFault } from './pod-fault.ts';
+import type { Pod, Snapshot } from './snapshot.ts';
+
+/** A byte figure: exact (for scripts) and as people write it. */
+export interface Figure {
+  bytes: string;
+  display: string;
+}
+
+export interface MemberNode {
+  node: string;
+  pod?: string;
+  ready: boolean;
+  /** The segment's state as the master lists it; absent when the master lists none for the node. */
+  segment?: string;
+  fault?: string;
+}
+
+export interface LeaderNode {
+  /** The Lease's holder (the serving master's address); absent when nobody holds it. */
+  holder?: string;
+  pod?: string;
+  node?: string;
+  replicas: number;
+  ready: number;
+}
+
+export interface MdNode {
+  namespace: string;
+  name: string;
+  phase?: string;
+  engine: string;
+  roles?: string;
+  cache?: string;
+  problems: string[];
+}
+
+export interface BindingNode {
+  namespace: string;
+  name: string;
+  domain: string;
+  phase?: string;
+  ceiling: Figure;
+  effective?: Figure;
+  usage?: Figure;
+  overQuota?: boolean;
+  problems: string[];
+  notes: string[];
+  deployments: MdNode[];
+}
+
+export interface PoolNode {
+  name: string;
+  phase?: string;
+  quota: Figure;
+  usage?: Figure;
+  problems: string[];
+  notes: string[];
+  bindings: BindingNode[];
+}
+
+export interface BackendNode {
+  name: string;
+  phase?: string;
+  managed: boolean;
+  endpoint?: string;
+  capacity?: { total: Figure; used?: Figure };
+  leader?: LeaderNode;
+  members: MemberNode[];
+  problems: string[];
+  notes: string[];
+  pools: PoolNode[];
+}
+
+export interface StatusModel {
+  backends: BackendNode[];
+  /** Pools whose backend does not exist, and Bindings whose pool does not exist. */
+  unattached: { pools: PoolNode[]; bindings: BindingNode[] };
+}
+
+export function figure(q: string | number | undefined): Figure | undefined {
+  if (q === undefined) return undefined;
+  const bytes = parseQuantityBytes(q);
+  return { bytes: bytes.toString(), display: formatQuantity(bytes) };
+}
+
+const conditionText = (c: Condition) => `${c.type}=${c.status} (${c.reason}): ${c.message}`;
+
+/** Conditions of `types` that are not True, in words; a message already given is not repeated. */
+function notTrue(conditions: Condition[] | undefined, types: string[], skip: (c: Condition) => boolean) {
+  const out: string[] = [];
+  const said = new Set<string>();
+  for (const c of conditions ?? []) {
+    if (!types.includes(c.type) || c.status === 'True' || skip(c) || said.has(c.message)) continue;
+    said.add(c.message);
+    out.push(conditionText(c));
+  }
+  return out;
+}
+
+const informational = (c: Condition) =>
+  (c.type === 'QuotaWithinTotal' && c.reason === 'Oversubscribed') ||
+  c.reason === 'MultiTenancyDisabled' ||
+  (c.type === 'RolloutComplete' && c.status !== 'False') ||
+  c.reason === 'Progressing' ||
+  c.reason === 'ReplicasPending';
+
+function backendPods(s: Snapshot, backend: string): Pod[] {
+  return s.storePods.filter((p) => p.metadata.labels?.[instanceLabel] === backend);
+}
+
+function leaderOf(s: Snapshot, b: KVCacheBackend): LeaderNode | undefined {
+  if (!b.spec.connection.managed) return undefined;
+  const pods = backendPods(s, b.metadata.name!).filter(
+    (p) => p.metadata.labels?.[componentLabel] === leaderComponent && !p.metadata.deletionTimestamp,
+  );
+  const holder =
+    s.leases.find((l) => l.metadata.name === `${b.metadata.name}-leader`)?.spec?.holderIdentity || undefined;
+  const views = pods.map((p) => viewPod(p, 'Leader'));
+  const serving =
+    (holder && views.find((v) => v.podIP && holder.startsWith(`${v.podIP}:`))) ?? views.find((v) => v.ready);
+  return {
+    ...(holder ? { holder } : {}),
+    ...(serving ? { pod: serving.name, ...(serving.nodeName ? { node: serving.nodeName } : {}) } : {}),
+    replicas: views.length,
+    ready: views.filter((v) => v.ready).length,
+  };
+}
+
+function membersOf(s: Snapshot, b: KVCacheBackend): MemberNode[] {
+  const pods = backendPods(s, b.metadata.name!)
+    .filter((p) => p.metadata.labels?.[componentLabel]?.startsWith('member-'))
+    .map((p) => podFault(s, p, 'Member'));
+  const rows = b.status?.members ?? [];
+  const nodes = new Set([
+    ...pods.map((p) => p.nodeName ?? '(unscheduled)'),
+    ...rows.map((r) => r.nodeName ?? '(no Pod)'),
+  ]);
+  return [...nodes].sort().map((node) => {
+    const pod = pods.find((p) => (p.nodeName ?? '(unscheduled)') === node);
+    const segment = rows.find((r) => (r.nodeName ?? '(no Pod)') === node)?.state;
+    return {
+      node,
+      ...(pod ? { pod: pod.name } : {}),
+      ready: pod?.ready ?? false,
+      ...(segment ? { segment } : {}),
+      ...(pod?.fault ? { fault: `${pod.fault.reason}: ${pod.fault.message}` } : {}),
+    };
+  });
+}
+
+function deploymentNode(m: ModelDeployment): MdNode {
+  const cache = m.status?.conditions?.find((c) => c.type === 'CacheAttached');
+  return {
+    namespace: m.metadata.namespace!,
+    name: m.metadata.name!,
+    ...(m.status?.phase ? { phase: m.status.phase } : {}),
+    engine: m.spec.engine.name,
+    ...(m.status?.roleSummary ? { roles: m.status.roleSummary } : {}),
+    ...(cache ? { cache: `CacheAttached=${cache.status} (${cache.reason})` } : {}),
+    problems: notTrue(
+      m.status?.conditions,
+      ['DomainRegistered', 'CacheAttached'],
+      (c) => c.status !== 'False',
+    ),
+  };
+}
+
+function bindingNode(s: Snapshot, b: KVCachePoolBinding): BindingNode {
+  const st = b.status ?? {};
+  const conditions = st.conditions;
+  return {
+    namespace: b.metadata.namespace!,
+    name: b.metadata.name!,
+    domain: b.spec.domain.name ?? 'default',
+    ...(st.phase ? { phase: st.phase } : {}),
+    ceiling: figure(b.spec.quota.ceiling)!,
+    ...(st.effectiveQuota !== undefined ? { effective: figure(st.effectiveQuota) } : {}),
+    ...(st.usage !== undefined ? { usage: figure(st.usage) } : {}),
+    ...(st.overQuota !== undefined ? { overQuota: st.overQuota } : {}),
+    problems: notTrue(
+      conditions,
+      ['DomainExclusive', 'QuotaObserved', 'QuotaGranted', 'Releasable'],
+      (c) => c.status === 'Unknown',
+    ),
+    notes: st.overQuota
+      ? ['the domain holds more than its grant (a recut put the grant below its usage)']
+      : [],
+    deployments: s.deployments
+      .filter(
+        (m) =>
+          m.metadata.namespace === b.metadata.namespace && m.spec.kvCache?.poolRef.name === b.metadata.name,
+      )
+      .map(deploymentNode),
+  };
+}
+
+function poolNode(s: Snapshot, p: KVCachePool): PoolNode {
+  const conditions = p.status?.conditions;
+  const types = ['BackendResolved', 'QuotaLedgerAvailable', 'QuotaPolicyWritable', 'CapacityAllocatable'];
+  return {
+    name: p.metadata.name!,
+    ...(p.status?.phase ? { phase: p.status.phase } : {}),
+    quota: figure(p.spec.quota.total)!,
+    ...(p.status?.usage?.total !== undefined ? { usage: figure(p.status.usage.total) } : {}),
+    problems: notTrue(conditions, [...types, 'Releasable'], informational),
+    notes: notTrue(conditions, [...types, 'QuotaWithinTotal'], (c) => !informational(c)),
+    bindings: s.bindings.filter((b) => b.spec.poolRef.name === p.metadata.name).map((b) => bindingNode(s, b)),
+  };
+}
+
+function backendNode(s: Snapshot, b: KVCacheBackend): BackendNode {
+  const st = b.status ?? {};
+  const types = ['LeaderAvailable', 'CapacityObserved', 'MembersMounted', 'PoolWrites', 'ElectionObserved'];
+  const problems = notTrue(
+    st.conditions,
+    [...types, 'TierWasEmpty', ...(b.metadata.deletionTimestamp ? ['Deletable'] : [])],
+    (c) => c.status === 'Unknown' || informational(c),
+  );
+  const total = figure(st.capacity?.total);
+  const leader = leaderOf(s, b);
+  return {
+    name: b.metadata.name!,
+    ...(st.phase ? { phase: st.phase } : {}),
+    managed: Boolean(b.spec.connection.managed),
+    ...(st.endpoints?.find((e) => e.name === 'Client')
+      ? { endpoint: st.endpoints.find((e) => e.name === 'Client')!.address }
+      : {}),
+    ...(total
+      ? {
+          capacity: { total, ...(st.capacity?.used !== undefined ? { used: figure(st.capacity.used) } : {}) },
+        }
+      : {}),
+    ...(leader ? { leader } : {}),
+    members: membersOf(s, b),
+    problems,
+    notes: notTrue(st.conditions, ['RolloutComplete'], (c) => c.status === 'True'),
+    pools: s.pools.filter((p) => p.spec.backends[0] === b.metadata.name).map((p) => poolNode(s, p)),
+  };
+}
+
+export function statusModel(s: Snapshot): StatusModel {
+  const backendNames = new Set(s.backends.map((b) => b.metadata.name));
+  const poolNames = new Set(s.pools.map((p) => p.metadata.name));
+  return {
+    backends: s.backends.map((b) => backendNode(s, b)),
+    unattached: {
+      pools: s.pools.filter((p) => !backendNames.has(p.spec.backends[0])).map((p) => poolNode(s, p)),
+      bindings: s.bindings.filter((b) => !poolNames.has(b.spec.poolRef.name)).map((b) => bindingNode(s, b)),
+    },
+  };
+}

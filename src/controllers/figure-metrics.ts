@@ -1,0 +1,116 @@
+// kvpool's own figures as metrics, read from the statuses the controllers wrote (what the store
+// reported): per-backend capacity, per-pool quota and usage, per-Binding ceiling, grant and usage,
+// and each object's phase. Only the replica that runs the controllers reports them, so a standby
+// never doubles a sum; a figure the status does not carry has no sample (absent is not zero).
+import { Gauge } from 'prom-client';
+import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
+import type { InformerFactory } from '../kube/informer-factory.ts';
+import { registry } from '../kube/metrics.ts';
+import { workerApiVersion } from '../model/identity.ts';
+import { parseQuantityBytes } from '../model/quantity.ts';
+
+export interface FigureSample {
+  metric: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+export interface FigureObjects {
+  backends: KVCacheBackend[];
+  pools: KVCachePool[];
+  bindings: KVCachePoolBinding[];
+}
+
+const help: Record<string, string> = {
+  kvpool_backend_capacity_bytes:
+    'Bytes the store can hold, as its master reports them (status.capacity.total).',
+  kvpool_backend_used_bytes: 'Bytes of the store allocated to objects (status.capacity.used).',
+  kvpool_backend_segments: "Segments the store's master lists (status.members).",
+  kvpool_pool_quota_bytes: "The pool's quota.total.",
+  kvpool_pool_usage_bytes: "Bytes the pool's domains hold on the store (status.usage.total).",
+  kvpool_binding_ceiling_bytes: "The Binding's quota.ceiling.",
+  kvpool_binding_effective_quota_bytes: 'What the store grants the Binding’s domain (status.effectiveQuota).',
+  kvpool_binding_usage_bytes: 'Bytes the Binding’s domain holds on the store (status.usage).',
+  kvpool_object_phase: 'Each backend, pool and Binding by phase: 1 for its current phase.',
+};
+
+const bytesOf = (q: string | number | undefined) =>
+  q === undefined ? undefined : Number(parseQuantityBytes(q));
+
+/** The samples these objects' statuses give. Pure. */
+export function figureSamples(o: FigureObjects): FigureSample[] {
+  const out: FigureSample[] = [];
+  const push = (metric: string, labels: Record<string, string>, value: number | undefined) => {
+    if (value !== undefined && Number.isFinite(value)) out.push({ metric, labels, value });
+  };
+  const phase = (kind: string, namespace: string, name: string, p: string | undefined) =>
+    push('kvpool_object_phase', { kind, namespace, name, phase: p ?? 'Unknown' }, 1);
+  for (const b of o.backends) {
+    const labels = { backend: b.metadata.name! };
+    push('kvpool_backend_capacity_bytes', labels, bytesOf(b.status?.capacity?.total));
+    push('kvpool_backend_used_bytes', labels, bytesOf(b.status?.capacity?.used));
+    push('kvpool_backend_segments', labels, b.status?.members?.length);
+    phase('KVCacheBackend', '', b.metadata.name!, b.status?.phase);
+  }
+  for (const p of o.pools) {
+    const labels = { pool: p.metadata.name!, backend: p.spec.backends[0] ?? '' };
+    push('kvpool_pool_quota_bytes', labels, bytesOf(p.spec.quota.total));
+    push('kvpool_pool_usage_bytes', labels, bytesOf(p.status?.usage?.total));
+    phase('KVCachePool', '', p.metadata.name!, p.status?.phase);
+  }
+  for (const b of o.bindings) {
+    const labels = {
+      namespace: b.metadata.namespace!,
+      binding: b.metadata.name!,
+      pool: b.spec.poolRef.name,
+      domain: b.spec.domain.name ?? 'default',
+    };
+    push('kvpool_binding_ceiling_bytes', labels, bytesOf(b.spec.quota.ceiling));
+    push('kvpool_binding_effective_quota_bytes', labels, bytesOf(b.status?.effectiveQuota));
+    push('kvpool_binding_usage_bytes', labels, bytesOf(b.status?.usage));
+    phase('KVCachePoolBinding', b.metadata.namespace!, b.metadata.name!, b.status?.phase);
+  }
+  return out;
+}
+
+const labelNames: Record<string, string[]> = {
+  kvpool_backend_capacity_bytes: ['backend'],
+  kvpool_backend_used_bytes: ['backend'],
+  kvpool_backend_segments: ['backend'],
+  kvpool_pool_quota_bytes: ['pool', 'backend'],
+  kvpool_pool_usage_bytes: ['pool', 'backend'],
+  kvpool_binding_ceiling_bytes: ['namespace', 'binding', 'pool', 'domain'],
+  kvpool_binding_effective_quota_bytes: ['namespace', 'binding', 'pool', 'domain'],
+  kvpool_binding_usage_bytes: ['namespace', 'binding', 'pool', 'domain'],
+  kvpool_object_phase: ['kind', 'namespace', 'name', 'phase'],
+};
+
+let source: { objects: () => FigureObjects; leading: () => boolean } | undefined;
+
+for (const [name, labels] of Object.entries(labelNames)) {
+  new Gauge({
+    name,
+    help: help[name]!,
+    labelNames: labels,
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (!source?.leading()) return;
+      for (const s of figureSamples(source.objects())) if (s.metric === name) this.set(s.labels, s.value);
+    },
+  });
+}
+
+/** Reports the figures of the objects these informers hold while `leading` says this replica leads. */
+export function reportFigures(informers: InformerFactory, leading: () => boolean): void {
+  const backends = informers.get<KVCacheBackend>({ apiVersion: workerApiVersion, kind: 'KVCacheBackend' });
+  const pools = informers.get<KVCachePool>({ apiVersion: workerApiVersion, kind: 'KVCachePool' });
+  const bindings = informers.get<KVCachePoolBinding>({
+    apiVersion: workerApiVersion,
+    kind: 'KVCachePoolBinding',
+  });
+  source = {
+    leading,
+    objects: () => ({ backends: backends.list(), pools: pools.list(), bindings: bindings.list() }),
+  };
+}

@@ -1,0 +1,146 @@
+// The operator's metrics under the names controller-runtime and client-go use, and kvpool's own
+// figures taken from status: absent figures give no sample, never a zero.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { figureSamples } from '../../src/controllers/figure-metrics.ts';
+import type { LedgerOutcome } from '../../src/controllers/pool/ledger.ts';
+import { ledgerPassFailure } from '../../src/controllers/pool/ledger-metrics.ts';
+import { Controller } from '../../src/kube/controller.ts';
+import { registry } from '../../src/kube/metrics.ts';
+import { failedRoutes } from '../../src/store/scrape-metrics.ts';
+import { backend, binding, pool } from './kvcache-builders.ts';
+
+/** The value of one sample in the registry's exposition text. */
+async function sample(name: string, labels: Record<string, string>): Promise<number | undefined> {
+  const text = await registry.metrics();
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of text.split('\n')) {
+    const m = /^([a-z_:]+)\{([^}]*)\} (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = m[2]!.split(',');
+    if (want.every((w) => have.includes(w))) return Number(m[3]);
+  }
+  return undefined;
+}
+
+describe('controller-runtime families', () => {
+  it('counts reconciles by result, errors, time, and the work queue’s adds, retries and durations', async () => {
+    let calls = 0;
+    let failed = false;
+    const c = new Controller({
+      name: 'metrics-test',
+      rateLimits: { baseDelayMs: 1, maxDelayMs: 1 },
+      reconcile: async (key) => {
+        calls++;
+        if (key === 'bad' && !failed) {
+          failed = true;
+          throw new Error('boom');
+        }
+        return key === 'later' ? { requeueAfterMs: 60_000 } : undefined;
+      },
+    });
+    c.start();
+    c.enqueue('good');
+    c.enqueue('later');
+    c.enqueue('bad');
+    while (calls < 4) await new Promise((r) => setTimeout(r, 5));
+    await c.stop();
+    const controller = { controller: 'metrics-test' };
+    const queue = { name: 'metrics-test', controller: 'metrics-test' };
+    assert.equal(await sample('controller_runtime_reconcile_total', { ...controller, result: 'success' }), 2);
+    assert.equal(
+      await sample('controller_runtime_reconcile_total', { ...controller, result: 'requeue_after' }),
+      1,
+    );
+    assert.equal(await sample('controller_runtime_reconcile_total', { ...controller, result: 'error' }), 1);
+    assert.equal(await sample('controller_runtime_reconcile_errors_total', controller), 1);
+    assert.equal(await sample('controller_runtime_reconcile_time_seconds_count', controller), 4);
+    assert.equal(await sample('controller_runtime_max_concurrent_reconciles', controller), 1);
+    assert.equal(await sample('controller_runtime_active_workers', controller), 0);
+    assert.equal(await sample('workqueue_adds_total', queue), 4, 'three keys and one retry');
+    assert.equal(await sample('workqueue_retries_total', queue), 1);
+    assert.equal(await sample('workqueue_depth', queue), 0);
+    assert.equal(await sample('workqueue_queue_duration_seconds_count', queue), 4);
+    assert.equal(await sample('workqueue_work_duration_seconds_count', queue), 4);
+  });
+
+  it('reports unfinished work while a reconcile runs', async () => {
+    let release!: () => void;
+    const c = new Controller({
+      name: 'metrics-slow',
+      reconcile: () => new Promise((r) => (release = () => r(undefined))),
+    });
+    c.start();
+    c.enqueue('slow');
+    await new Promise((r) => setTimeout(r, 50));
+    const queue = { name: 'metrics-slow', controller: 'metrics-slow' };
+    assert.ok((await sample('workqueue_longest_running_processor_seconds', queue))! >= 0.04);
+    assert.ok((await sample('workqueue_unfinished_work_seconds', queue))! >= 0.04);
+    assert.equal(await sample('controller_runtime_active_workers', { controller: 'metrics-slow' }), 1);
+    release();
+    await c.stop();
+  });
+});
+
+describe('kvpool figures from status', () => {
+  it('gives capacity, grants and usage as bytes, and no sample for a figure the status lacks', () => {
+    const b = backend();
+    b.status = { phase: 'Ready', capacity: { total: '16Gi', used: '0' } };
+    const p = pool('shared-dram', { total: '16Gi', status: { phase: 'Ready', usage: { total: '12' } } });
+    const granted = binding('team-a', 'team-a', {
+      domain: null,
+      status: { phase: 'Ready', effectiveQuota: '6871947674', usage: '12' },
+    });
+    const unread = binding('team-b', 'team-b', { domain: 'llama-8b-v1', status: { phase: 'Error' } });
+    const samples = figureSamples({ backends: [b], pools: [p], bindings: [granted, unread] });
+    const value = (metric: string, key: Record<string, string>) =>
+      samples.find((s) => s.metric === metric && Object.entries(key).every(([k, v]) => s.labels[k] === v))
+        ?.value;
+    assert.equal(value('kvpool_backend_capacity_bytes', { backend: 'mooncake-dram' }), 17179869184);
+    assert.equal(value('kvpool_backend_used_bytes', { backend: 'mooncake-dram' }), 0);
+    assert.equal(value('kvpool_backend_segments', { backend: 'mooncake-dram' }), undefined);
+    assert.equal(value('kvpool_pool_usage_bytes', { pool: 'shared-dram' }), 12);
+    assert.equal(
+      value('kvpool_binding_effective_quota_bytes', { binding: 'team-a', domain: 'default' }),
+      6871947674,
+    );
+    assert.equal(value('kvpool_binding_ceiling_bytes', { binding: 'team-b' }), 8589934592);
+    assert.equal(value('kvpool_binding_effective_quota_bytes', { binding: 'team-b' }), undefined);
+    assert.equal(value('kvpool_binding_usage_bytes', { binding: 'team-b' }), undefined);
+    assert.equal(
+      value('kvpool_object_phase', { kind: 'KVCachePoolBinding', name: 'team-b', phase: 'Error' }),
+      1,
+    );
+  });
+
+  it('names why a ledger pass did not converge, and which admin routes a scrape failed', () => {
+    const outcome = (over: Partial<LedgerOutcome>): LedgerOutcome => ({
+      plan: undefined as never,
+      ledgerOff: false,
+      putFailures: new Map(),
+      retained: new Set(),
+      deleteFailures: new Map(),
+      deleted: new Set(),
+      registered: new Set(),
+      wrote: false,
+      ...over,
+    });
+    assert.equal(ledgerPassFailure(outcome({})), undefined);
+    assert.equal(
+      ledgerPassFailure(outcome({ failure: { kind: 'LedgerUnreachable', message: 'refused' } })),
+      'LedgerUnreachable',
+    );
+    assert.equal(
+      ledgerPassFailure(
+        outcome({ deleteFailures: new Map([['d', { kind: 'TenantNotEmpty' as const, message: 'x' }]]) }),
+      ),
+      'TenantNotEmpty',
+    );
+    const ok = { ok: true as const, value: undefined as never };
+    const bad = { ok: false as const, reason: 'ScrapeFailed', message: 'timeout' };
+    assert.deepEqual(failedRoutes({ address: 'a', at: 0, health: bad }), ['health']);
+    assert.deepEqual(failedRoutes({ address: 'a', at: 0, health: ok, metrics: bad, segments: ok }), [
+      'metrics',
+    ]);
+  });
+});
