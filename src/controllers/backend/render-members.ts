@@ -31,6 +31,8 @@ import {
   scratchMount,
   scratchVolume,
   sortedKeys,
+  storeDefaultLocalBufferBytes,
+  storeOffloadBufferBytes,
   storeSecurityContext,
 } from './render-hardening.ts';
 import { leaderRpcPort } from './render-leader.ts';
@@ -116,6 +118,16 @@ function memberMemoryBytes(group: MemberGroup): bigint {
   return bytesOf(group.localBufferSize) + (group.medium === 'DRAM' ? bytesOf(group.capacityPerMember) : 0n);
 }
 
+/**
+ * The store's buffers a member fills beyond its request: the local buffer when the group sets none
+ * (the store then takes 1 GiB), and a disk tier's staging buffer. Without them in the limit a tier
+ * member is killed for memory as it starts (seen on real nodes with a 64Mi segment).
+ */
+function storeBufferBytes(group: MemberGroup): bigint {
+  const defaultBuffer = bytesOf(group.localBufferSize) === 0n ? storeDefaultLocalBufferBytes : 0n;
+  return defaultBuffer + (groupDisk(group) ? storeOffloadBufferBytes : 0n);
+}
+
 /** The fabric's capabilities: locked memory for registering the segment with the NIC. */
 function fabricCapabilities(backend: KVCacheBackend, group: MemberGroup): string[] {
   return usesHostFabric(backend, group) ? ['IPC_LOCK', 'SYS_RESOURCE'] : [];
@@ -157,7 +169,11 @@ function memberContainer(backend: KVCacheBackend, index: number, ctx: BackendRen
     command: ['kvpool-store'],
     args: memberArgs(group, index),
     env: memberEnv(backend, group, ctx),
-    resources: memberResources(memberMemoryBytes(group), fabricLimits(backend, group)),
+    resources: memberResources(
+      memberMemoryBytes(group),
+      storeBufferBytes(group),
+      fabricLimits(backend, group),
+    ),
     // The REST port opens only after the segment is mounted, so Ready means mounted. Mounting a large
     // segment takes a while: liveness starts once the port first opened.
     startupProbe: { tcpSocket: { port }, periodSeconds: 5, failureThreshold: 120 },
