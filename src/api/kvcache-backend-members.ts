@@ -226,7 +226,7 @@ const MemberGroup = Type.Object(
     localBufferSize: Type.Optional(
       Quantity({
         description:
-          "Bytes of each member's transfer buffer (a quantity such as 128Mi), zero or more; added to the memory request. Unset means 0.",
+          "Bytes of each member's transfer buffer (a quantity such as 128Mi), zero or more; added to the memory request. Unset or 0 leaves the store's own default (1Gi), which the member's memory limit allows for but does not request.",
         ...cel(nonNegativeBytes('members[].localBufferSize', '128Mi')),
       }),
     ),

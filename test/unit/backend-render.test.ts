@@ -240,6 +240,17 @@ describe('member DaemonSet', () => {
     );
   });
 
+  it('limits a member above the store buffers it fills unasked: the default local buffer, a tier’s staging buffer', () => {
+    const disk = step5.spec.connection.managed!.members[0]!.localDisks![0]!;
+    const small = { ...linuxDram, capacityPerMember: '64Mi', localDisks: [disk] };
+    const resources = container(renderMemberDaemonSet(withGroup(step5, small), 0, ctx)).resources;
+    assert.deepEqual(
+      resources,
+      { requests: { cpu: '250m', memory: '64Mi' }, limits: { memory: '3392Mi' } },
+      '64Mi of segment, 1Gi of default local buffer, 1.25Gi of staging buffer and 1Gi for the process',
+    );
+  });
+
   it('addresses the leader by Service, or by Lease only while an election runs', () => {
     const master = (b: KVCacheBackend) => envValue(renderMemberDaemonSet(b, 0, ctx), 'MOONCAKE_MASTER');
     assert.equal(master(step1), 'mooncake-dram-leader.gpustack-system.svc:50051');

@@ -23,6 +23,10 @@ describe('statusOnly', () => {
     assert.equal(statusOnly(obj({ deletionTimestamp: '2026-01-01T00:00:00Z' }), 'update', obj({})), false);
     assert.equal(statusOnly(obj({ finalizers: [] }), 'update', obj({})), false);
   });
+  it('is false when labels or annotations moved (a user annotating an object to have it looked at again)', () => {
+    assert.equal(statusOnly(obj({ annotations: { touched: '1' } }), 'update', obj({})), false);
+    assert.equal(statusOnly(obj({ labels: { team: 'a' } }), 'update', obj({ labels: { team: 'b' } })), false);
+  });
   it('is false for adds, deletes and resyncs', () => {
     for (const e of ['add', 'delete', 'resync']) assert.equal(statusOnly(obj({}), e, obj({})), false, e);
   });

@@ -16,8 +16,12 @@ export const leaderResources = {
   requests: { cpu: '250m', memory: '256Mi' },
   limits: { memory: '2Gi' },
 };
-// Room above the segment and buffer for the member process itself (Python, the transfer engine).
+// Room above the segment and buffers for the member process itself (Python, the transfer engine).
 const memberOverheadBytes = 1n << 30n;
+/** The store client's local buffer when the group sets none (MOONCAKE_LOCAL_BUFFER_SIZE's default). */
+export const storeDefaultLocalBufferBytes = 1n << 30n;
+/** A disk tier's staging buffer (MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES's default, 1.25 GiB). */
+export const storeOffloadBufferBytes = 5n << 28n;
 export const smallJobResources = {
   requests: { cpu: '10m', memory: '16Mi' },
   limits: { memory: '64Mi' },
@@ -61,13 +65,17 @@ export function storeSecurityContext(fabricCaps: string[], user?: SecurityContex
 }
 
 /**
- * A member's resources: it requests its segment (DRAM) and local buffer, may use a GiB more for the
- * process itself, and asks for the fabric's devices.
+ * A member's resources: it requests its segment (DRAM) and local buffer, may use the store's own
+ * buffers (`bufferBytes`) and a GiB more for the process itself, and asks for the fabric's devices.
  */
-export function memberResources(requestBytes: bigint, fabricLimits: Record<string, string> | undefined) {
+export function memberResources(
+  requestBytes: bigint,
+  bufferBytes: bigint,
+  fabricLimits: Record<string, string> | undefined,
+) {
   return {
     requests: { cpu: '250m', ...(requestBytes > 0n ? { memory: formatBinarySI(requestBytes) } : {}) },
-    limits: { memory: formatBinarySI(requestBytes + memberOverheadBytes), ...fabricLimits },
+    limits: { memory: formatBinarySI(requestBytes + bufferBytes + memberOverheadBytes), ...fabricLimits },
   };
 }
 

@@ -36,6 +36,8 @@ import {
   scratchMount,
   scratchVolume,
   sortedKeys,
+  storeDefaultLocalBufferBytes,
+  storeOffloadBufferBytes,
   storeSecurityContext,
 } from './render-hardening.ts';
 import { localDiskVolume, surveyContainer, tierEnv, tierVolume, unmountHook } from './render-tier.ts';
@@ -104,6 +106,16 @@ function memberMemoryBytes(group: MemberGroup): bigint {
   return bytesOf(group.localBufferSize) + (group.medium === 'DRAM' ? bytesOf(group.capacityPerMember) : 0n);
 }
 
+/**
+ * The store's buffers a member fills beyond its request: the local buffer when the group sets none
+ * (the store then takes 1 GiB), and a disk tier's staging buffer. Without them in the limit a tier
+ * member is killed for memory as it starts (seen on real nodes with a 64Mi segment).
+ */
+function storeBufferBytes(group: MemberGroup): bigint {
+  const defaultBuffer = bytesOf(group.localBufferSize) === 0n ? storeDefaultLocalBufferBytes : 0n;
+  return defaultBuffer + (groupDisk(group) ? storeOffloadBufferBytes : 0n);
+}
+
 /** The fabric's capabilities: locked memory for registering the segment with the NIC. */
 function fabricCapabilities(backend: KVCacheBackend, group: MemberGroup): string[] {
   return usesHostFabric(backend, group) ? ['IPC_LOCK', 'SYS_RESOURCE'] : [];
@@ -145,7 +157,11 @@ function memberContainer(backend: KVCacheBackend, index: number, ctx: BackendRen
     command: ['kvpool-store'],
     args: memberArgs(group, index),
     env: memberEnv(backend, group, ctx),
-    resources: memberResources(memberMemoryBytes(group), fabricLimits(backend, group)),
+    resources: memberResources(
+      memberMemoryBytes(group),
+      storeBufferBytes(group),
+      fabricLimits(backend, group),
+    ),
     // The REST port opens only after the segment is mounted, so Ready means mounted. Mounting a large
     // segment takes a while: liveness starts once the port first opened.
     startupProbe: { tcpSocket: { port }, periodSeconds: 5, failureThreshold: 120 },

@@ -29,6 +29,9 @@ import { type Decision, decidePool, type MasterReport } from './status.ts';
 import { readRegistry, writeRegistry } from './tenant-registry.ts';
 import { unpooledKey, wirePoolWatches } from './watches.ts';
 
+/** How soon a pass whose ledger requests failed runs again. */
+const ledgerRetryMs = 5_000;
+
 export class PoolReconciler {
   readonly controller: Controller;
   private readonly ctx: OperatorContext;
@@ -136,7 +139,16 @@ export class PoolReconciler {
         await removeFinalizer(this.ctx.client, p);
       }
     }
-    return { requeueAfterMs: this.observeIntervalMs };
+    // A failed ledger request is retried soon, not at the next observation: its Binding says "retrying".
+    // A domain the master keeps because it holds data is not a failure to retry.
+    const failed =
+      outcome &&
+      (outcome.failure ||
+        outcome.putFailures.size ||
+        [...outcome.deleteFailures.values()].some((f) => f.kind !== 'TenantNotEmpty'));
+    return {
+      requeueAfterMs: failed ? Math.min(ledgerRetryMs, this.observeIntervalMs) : this.observeIntervalMs,
+    };
   }
 
   /** Fills how the pool's backend resolves; returns the master's admin address when there is one. */

@@ -16,6 +16,8 @@ export function poolKeyOf(pool: KVCachePool | undefined): string {
 
 /**
  * An update that moved only the status, which this controller alone writes: its own write coming back.
+ * Labels and annotations count as more than status (controller-runtime's label and annotation
+ * predicates): annotating an object is how people ask for another look.
  * A pass reads statuses from the cache when it runs; waking one for each of its own writes would run a
  * second pass over every Binding on the master after each pass that wrote.
  */
@@ -25,8 +27,15 @@ export function statusOnly(obj: KubeObject, event: string, old?: KubeObject): bo
     old !== undefined &&
     old.metadata.generation === obj.metadata.generation &&
     old.metadata.deletionTimestamp === obj.metadata.deletionTimestamp &&
-    (old.metadata.finalizers ?? []).join() === (obj.metadata.finalizers ?? []).join()
+    (old.metadata.finalizers ?? []).join() === (obj.metadata.finalizers ?? []).join() &&
+    sameMap(old.metadata.labels, obj.metadata.labels) &&
+    sameMap(old.metadata.annotations, obj.metadata.annotations)
   );
+}
+
+function sameMap(a: Record<string, string> = {}, b: Record<string, string> = {}): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
 }
 
 export function wirePoolWatches(controller: Controller, i: PoolInformers): void {
