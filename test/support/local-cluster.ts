@@ -8,11 +8,18 @@ import { promisify } from 'node:util';
 import { LocalCluster, type LocalClusterOptions } from '../../local/cluster.ts';
 import { kubeBinary } from '../../local/toolchain.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
+import { parsePrometheusText } from '../../src/store/prometheus.ts';
+
+/** The chart's operator Pods and the port of their /metrics (values.yaml: metrics.port). */
+const operatorSelector = 'app.kubernetes.io/component=operator';
+const operatorMetricsPort = 8081;
 
 export interface E2ECluster {
   cluster: LocalCluster;
   kubectl(args: string[], input?: string): Promise<string>;
   backend(name: string): Promise<KVCacheBackend>;
+  /** Reconciles `controller` has finished, summed over the operator's Pods (their /metrics). */
+  reconciles(controller: string): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -41,6 +48,21 @@ export async function startE2ECluster(options: Omit<LocalClusterOptions, 'root'>
         kind: 'KVCacheBackend',
         name,
       }),
+    async reconciles(controller) {
+      const pods = (
+        await kubectl(['-n', cluster.namespace, 'get', 'pods', '-l', operatorSelector, '-o', 'name'])
+      )
+        .split('\n')
+        .filter(Boolean);
+      let total = 0;
+      for (const pod of pods) {
+        const path = `/api/v1/namespaces/${cluster.namespace}/pods/${pod.slice('pod/'.length)}:${operatorMetricsPort}/proxy/metrics`;
+        const text = await kubectl(['get', '--raw', path]).catch(() => '');
+        for (const s of parsePrometheusText(text).get('controller_runtime_reconcile_total') ?? [])
+          if (s.labels.controller === controller) total += s.value;
+      }
+      return total;
+    },
     async stop() {
       await saveDiagnostics(cluster, kubectl).catch(() => undefined);
       await cluster.stop();
