@@ -131,8 +131,15 @@ describe('the walkthrough workloads on the local cluster', () => {
       { what: 'HeldByWorkloads' },
     );
     assert.match(conditionOf(b, 'Releasable')!.message, /ModelDeployment\/qwen-chat/);
-    // A few reconcile passes later the same two replicas still serve: nothing was rolled.
-    await new Promise((r) => setTimeout(r, 3000));
+    // Passes later (the operator's own count of ModelDeployment reconciles) the same two replicas
+    // still serve: nothing was rolled.
+    const from = await e.reconciles('modeldeployment');
+    await waitFor(() => e.reconciles('modeldeployment'), {
+      what: 'more ModelDeployment passes',
+      until: (n) => n >= from + 3,
+      timeoutMs: 120_000,
+      intervalMs: 2000,
+    });
     const after = (await replicas('qwen-chat')).map((p) => p.metadata.uid).sort();
     assert.deepEqual(after, uids, 'the workload keeps running, untouched');
     assert.equal(after.length, 2);
