@@ -3,13 +3,14 @@
 // every process it runs (control plane, operator, nodes' containerd/kubelet/kube-proxy, shims and
 // the Pods' containers). Writes bench/results/local.json.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { processesIn } from '../local/nodes/cgroups.ts';
 import { slotCgroup, slotOfAddress } from '../local/nodes/host-network.ts';
 import { projectRoot } from '../local/toolchain.ts';
+import { median, writeResult } from './results.ts';
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
@@ -79,8 +80,6 @@ async function stop(cli: ChildProcess): Promise<void> {
   await exited;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
 const readyMs: number[] = [];
 let idle: { cpuPercentOfOneCore: number; rssMiB: number; processes: number } | undefined;
 for (let i = 0; i < runs; i++) {
@@ -109,12 +108,9 @@ for (let i = 0; i < runs; i++) {
 }
 
 const result = {
-  bench: 'local',
-  when: new Date().toISOString(),
   nodes: 2,
   readyMs: { runs: readyMs, median: median(readyMs) },
   idle,
   note: 'start to `kvpool ready` with images and the prepared node image store cached; idle = CPU and RSS of every process of the cluster, nothing applied',
 };
-writeFileSync(join(projectRoot, 'bench/results/local.json'), `${JSON.stringify(result, null, 2)}\n`);
-console.log(JSON.stringify(result, null, 2));
+console.log(`wrote ${writeResult('local', result)}`);
