@@ -9,21 +9,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { Container, Pod, Service, Volume } from 'kubernetes-types/core/v1.js';
 import { storeImage } from '../../images/recipes.ts';
 import { slotOfAddress, slotTraces } from '../../local/nodes/host-network.ts';
 import { kubeBinary, projectRoot } from '../../local/toolchain.ts';
 import { KubeClient } from '../../src/kube/client.ts';
+import type { KubeObject } from '../../src/kube/object.ts';
 import { WaitAborted, waitFor } from '../support/wait.ts';
-
-interface Pod {
-  metadata: { name: string };
-  spec?: { nodeName?: string };
-  status?: {
-    phase?: string;
-    podIP?: string;
-    containerStatuses?: { ready?: boolean; state?: { waiting?: { reason?: string; message?: string } } }[];
-  };
-}
 
 /** What this machine has that a cluster could leave behind: mounts, links, namespaces, rules. */
 function machineState(root: string, slot: number) {
@@ -54,9 +46,9 @@ describe('the local cluster on real nodes (npm start)', () => {
     name: string,
     nodeName: string,
     command: string,
-    container: object = {},
-    volumes: object[] = [],
-  ) => ({
+    container: Partial<Container> = {},
+    volumes: Volume[] = [],
+  ): KubeObject<Pod> => ({
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace: 'default', labels: { app: name } },
@@ -68,7 +60,7 @@ describe('the local cluster on real nodes (npm start)', () => {
     },
   });
   const podNamed = (name: string) =>
-    client.get<Pod & { apiVersion: string; kind: string }>({
+    client.get<KubeObject<Pod>>({
       apiVersion: 'v1',
       kind: 'Pod',
       namespace: 'default',
@@ -135,7 +127,7 @@ describe('the local cluster on real nodes (npm start)', () => {
           `echo ${node} > /data/who && sleep 3600`,
           { volumeMounts: [{ name: 'data', mountPath: '/data' }], securityContext: { runAsUser: 0 } },
           [{ name: 'data', hostPath: { path: '/var/lib/kvpool-e2e', type: 'DirectoryOrCreate' } }],
-        ) as never,
+        ),
       );
     }
     for (const node of ['kvpool-node-1', 'kvpool-node-2']) await running(`writer-${node}`);
@@ -149,24 +141,24 @@ describe('the local cluster on real nodes (npm start)', () => {
   });
 
   it('serves kubectl logs and kubectl exec through the kubelet', async () => {
-    await client.create(pod('talker', 'kvpool-node-2', 'echo hello from the node; sleep 3600') as never);
+    await client.create(pod('talker', 'kvpool-node-2', 'echo hello from the node; sleep 3600'));
     await running('talker');
     assert.match(kubectl(['logs', 'talker']), /hello from the node/);
     assert.equal(kubectl(['exec', 'talker', '--', 'cat', '/etc/hostname']).trim(), 'talker');
   });
 
   it('reaches a Service by name from a Pod on the other node (CoreDNS, kube-proxy, the Pod network)', async () => {
-    await client.create(pod('web', 'kvpool-node-1', 'cd /etc && exec python3 -m http.server 8080') as never);
+    await client.create(pod('web', 'kvpool-node-1', 'cd /etc && exec python3 -m http.server 8080'));
     await client.create({
       apiVersion: 'v1',
       kind: 'Service',
       metadata: { name: 'web', namespace: 'default' },
       spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
-    } as never);
+    } satisfies KubeObject<Service>);
     await running('web');
     const fetchScript =
       "import urllib.request; print(urllib.request.urlopen('http://web.default.svc.cluster.local/hostname', timeout=5).read().decode())";
-    await client.create(pod('client', 'kvpool-node-2', 'sleep 3600') as never);
+    await client.create(pod('client', 'kvpool-node-2', 'sleep 3600'));
     await running('client');
     const answer = await waitFor(
       async () => {
@@ -187,7 +179,7 @@ describe('the local cluster on real nodes (npm start)', () => {
       kind: 'Pod',
       metadata: { name: 'missing-image', namespace: 'default' },
       spec: { containers: [{ name: 'main', image: 'registry.invalid/kvpool/nothing:1' }] },
-    } as never);
+    } satisfies KubeObject<Pod>);
     const reason = await waitFor(
       async () => {
         const r = (await podNamed('missing-image')).status?.containerStatuses?.[0]?.state?.waiting?.reason;
