@@ -64,6 +64,9 @@ describe('Step 5: the local disk tier on the local cluster', () => {
     test: (b: KVCacheBackend) => boolean,
     timeoutMs = 90_000,
   ) => waitFor(() => backend(name), { what: `${name}: ${what}`, until: test, timeoutMs });
+  /** Deleted before the operator first saw it, a backend has no finalizer and nothing is cleaned. */
+  const ownedByOperator = (name: string) =>
+    untilBackend(name, 'the operator’s finalizer', (b) => (b.metadata.finalizers ?? []).length > 0);
   const servingLeaderIP = async (name: string) =>
     (
       await e.cluster.client.list<Pod>(
@@ -253,6 +256,7 @@ describe('Step 5: the local disk tier on the local cluster', () => {
     await e.cluster.client.create(
       diskBackend('disk-shared', '/var/lib/kvcache-root', { cleanAfterDelete: true }),
     );
+    await ownedByOperator('disk-shared');
     await e.kubectl(['delete', 'kvcb', 'disk-shared', '--timeout=300s']);
     for (const node of e.cluster.nodes)
       assert.deepEqual(
@@ -307,6 +311,7 @@ describe('Step 5: the local disk tier on the local cluster', () => {
     writeFileSync(join(nodeDir(two, path), 'removable'), 'x');
     try {
       await e.cluster.client.create(diskBackend('disk-partly', path, { cleanAfterDelete: true }));
+      await ownedByOperator('disk-partly');
       await e.kubectl(['delete', 'kvcb', 'disk-partly', '--timeout=300s']);
       assert.deepEqual(readdirSync(nodeDir(one, path)), ['immutable'], `${one}: all but the immutable file`);
       assert.deepEqual(readdirSync(nodeDir(two, path)), [], `${two}: emptied`);

@@ -26,6 +26,8 @@ export class ApiRelay {
   readonly port: number;
   private readonly target: { host: string; port: number };
   private readonly pairs = new Set<Pair>();
+  /** Every socket this relay opened or accepted, so closing it leaves none behind. */
+  private readonly sockets = new Set<Socket>();
   private server: Server | undefined;
   private current: RelayMode = 'pass';
 
@@ -75,6 +77,8 @@ export class ApiRelay {
 
   async close(): Promise<void> {
     for (const pair of this.pairs) this.drop(pair);
+    // A socket ended but not closed by its peer would keep the server (and the test process) open.
+    for (const socket of this.sockets) socket.destroy();
     await this.stopListening();
   }
 
@@ -94,6 +98,7 @@ export class ApiRelay {
   }
 
   private accept(client: Socket): void {
+    this.track(client);
     const pair: Pair = { client, upstream: undefined, toServer: [], toClient: [], clientEnded: false };
     this.pairs.add(pair);
     client.on('data', (chunk) => {
@@ -114,7 +119,7 @@ export class ApiRelay {
   }
 
   private connectUpstream(pair: Pair): Socket {
-    const upstream = createConnection({ ...this.target, allowHalfOpen: true });
+    const upstream = this.track(createConnection({ ...this.target, allowHalfOpen: true }));
     upstream.on('data', (chunk) => {
       if (this.current === 'pass') pair.client.write(chunk);
       else pair.toClient.push(chunk);
@@ -128,6 +133,12 @@ export class ApiRelay {
     });
     pair.upstream = upstream;
     return upstream;
+  }
+
+  private track(socket: Socket): Socket {
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    return socket;
   }
 
   /** Lets what was held through, both ways. */
