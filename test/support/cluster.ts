@@ -20,6 +20,8 @@ export async function kubectl(args: string[], input?: string): Promise<string> {
   const child = run(kubeBinary('kubectl'), ['--kubeconfig', testKubeconfig(), ...args], {
     maxBuffer: 16 << 20,
   });
+  // kubectl may exit before it reads its input; its own error says why.
+  child.child.stdin?.on('error', () => {});
   if (input !== undefined) child.child.stdin?.end(input);
   try {
     return (await child).stdout;

@@ -31,6 +31,8 @@ export async function startE2ECluster(options: Omit<LocalClusterOptions, 'root'>
     const child = run(kubeBinary('kubectl'), ['--kubeconfig', cluster.kubeconfigPath, ...args], {
       maxBuffer: 16 << 20,
     });
+    // kubectl may exit before it reads its input; the broken pipe is its failure to report, not ours.
+    child.child.stdin?.on('error', () => {});
     child.child.stdin?.end(input ?? '');
     try {
       return (await child).stdout;
