@@ -7,6 +7,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Pod as CorePod } from 'kubernetes-types/core/v1.js';
 import { LocalCluster } from '../local/cluster.ts';
 import type { KVCacheBackend } from '../src/api/types.ts';
 import type { KubeObject } from '../src/kube/object.ts';
@@ -18,10 +19,7 @@ import { median, writeResult } from './results.ts';
 const runs = Number(process.env.BENCH_RUNS ?? 5);
 const ns = 'gpustack-system';
 const v1 = 'worker.gpustack.ai/v1';
-type Pod = KubeObject & {
-  spec?: { nodeName?: string };
-  status?: { podIP?: string; containerStatuses?: { ready?: boolean }[] };
-};
+type Pod = KubeObject<CorePod>;
 
 const backend = {
   apiVersion: v1,
@@ -86,9 +84,7 @@ async function kvpoolRuns(cluster: LocalCluster, kind: 'graceful' | 'hard'): Pro
     else await c.request('DELETE', `/api/v1/namespaces/${ns}/pods/${old.metadata.name}`, { body: {} });
     const seen: string[] = [];
     let dropped = false;
-    const restartsBefore =
-      (old.status as { containerStatuses?: { restartCount?: number }[] } | undefined)?.containerStatuses?.[0]
-        ?.restartCount ?? 0;
+    const restartsBefore = old.status?.containerStatuses?.[0]?.restartCount ?? 0;
     await waitFor(
       async () => {
         const b = await c.get<KVCacheBackend>({
@@ -115,8 +111,7 @@ async function kvpoolRuns(cluster: LocalCluster, kind: 'graceful' | 'hard'): Pro
             namespace: ns,
             name: old.metadata.name!,
           });
-          const restarts = (pod?.status as { containerStatuses?: { restartCount?: number }[] } | undefined)
-            ?.containerStatuses?.[0]?.restartCount;
+          const restarts = pod?.status?.containerStatuses?.[0]?.restartCount;
           if (restarts !== undefined && restarts > restartsBefore) dropped = true;
         }
         return full && (dropped || !at.includes(`${ip}:`)) ? true : undefined;

@@ -3,40 +3,19 @@
 // every process it runs (control plane, operator, nodes' containerd/kubelet/kube-proxy, shims and
 // the Pods' containers). Writes bench/results/local.json.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { processesIn } from '../local/nodes/cgroups.ts';
 import { slotCgroup, slotOfAddress } from '../local/nodes/host-network.ts';
+import { descendants } from '../local/process-tree.ts';
 import { projectRoot } from '../local/toolchain.ts';
 import { median, writeResult } from './results.ts';
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
 const ticksPerSecond = 100;
-
-function descendants(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const ppid = Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // Exited.
-    }
-  }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    for (const c of children.get(p) ?? []) {
-      out.push(c);
-      walk(c);
-    }
-  };
-  walk(pid);
-  return out;
-}
 
 function cpuTicks(pid: number): number {
   try {

@@ -6,10 +6,10 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { storeImage } from '../../images/recipes.ts';
+import { descendants, processTable } from '../../local/process-tree.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
@@ -44,34 +44,11 @@ function sample<T>(probe: () => Promise<T>): { stop(): Promise<T[]> } {
   };
 }
 
-/** Processes of this machine by parent, and each one's command name. */
-function processTable(): { children: Map<number, number[]>; comm: Map<number, string> } {
-  const children = new Map<number, number[]>();
-  const comm = new Map<number, string>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const pid = Number(entry);
-      comm.set(pid, stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')));
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), pid]);
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return { children, comm };
-}
-
 /** The PID of the mooncake_master running under a container's main process, if any. */
 function masterUnder(containerPid: number, table = processTable()): number | undefined {
-  const stack = [containerPid];
-  while (stack.length) {
-    const pid = stack.pop()!;
-    if (table.comm.get(pid) === 'mooncake_master') return pid;
-    stack.push(...(table.children.get(pid) ?? []));
-  }
-  return undefined;
+  return [containerPid, ...descendants(containerPid, table)].find(
+    (p) => table.comm.get(p) === 'mooncake_master',
+  );
 }
 
 describe('the store is safe to run', () => {
