@@ -44,6 +44,8 @@ class ServerArgs:
     storage_backend: str | None = None
     storage_extra_config: dict | None = None
     hierarchical_cache: bool = False
+    # Whether /metrics is served: always by vLLM, by SGLang only with --enable-metrics.
+    metrics: bool = True
     ignored: list[str] = field(default_factory=list)
 
 
@@ -153,7 +155,7 @@ def parse_vllm_args(argv: list[str]) -> ServerArgs:
 def parse_sglang_args(argv: list[str]) -> ServerArgs:
     flags = {"--model-path", "--model", "--served-model-name", "--host", "--port", "--kv-cache-dtype",
              "--page-size", "--hicache-storage-backend", "--hicache-storage-backend-extra-config"}
-    s = scan(argv, flags, {"--enable-hierarchical-cache"}, set())
+    s = scan(argv, flags, {"--enable-hierarchical-cache", "--enable-metrics"}, set())
     model = s.values.get("--model-path") or s.values.get("--model")
     if not model:
         raise UsageError("the following arguments are required: --model-path")
@@ -171,6 +173,7 @@ def parse_sglang_args(argv: list[str]) -> ServerArgs:
         storage_backend=s.values.get("--hicache-storage-backend"),
         storage_extra_config=parse_json_object(extra_flag, extra) if extra else None,
         hierarchical_cache="--enable-hierarchical-cache" in s.switches,
+        metrics="--enable-metrics" in s.switches,
         ignored=s.ignored,
     )
 

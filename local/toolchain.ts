@@ -71,6 +71,12 @@ export function cniPluginDir(): string {
   return dir;
 }
 
+/** The local cluster's NetworkPolicy enforcer (kube-router, its firewall controller alone; decision 38). */
+export function kubeRouterBinary(): string {
+  const version = toolchainValue('KUBE_ROUTER_VERSION');
+  return requireFile(join(cacheDir(), 'kube-router', version, 'kube-router'), `kube-router ${version}`);
+}
+
 /** The Helm CLI the project runs (Helm 3), or the Helm 4 build the chart is also tested with. */
 export function helmBinary(major: 3 | 4 = 3): string {
   const version = major === 3 ? toolchain.helmVersion : toolchain.helm4Version;
@@ -79,6 +85,14 @@ export function helmBinary(major: 3 | 4 = 3): string {
 
 export function etcdBinary(): string {
   return requireFile(join(cacheDir(), 'etcd', toolchain.etcdVersion, 'etcd'), 'etcd');
+}
+
+/** The image registry the local cluster's nodes pull from (scripts/build-node.sh builds it). */
+export function registryBinary(): string {
+  return requireFile(
+    join(cacheDir(), 'registry', toolchainValue('REGISTRY_VERSION'), 'registry'),
+    'the registry',
+  );
 }
 
 /** The Python environment holding the published Mooncake wheel. */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds what a local cluster node runs, once per version, into the cache outside the checkout:
-# containerd 2 (daemon, runc shim, ctr), runc, the CNI plugins, crictl and CoreDNS, from Go modules.
+# containerd 2 (daemon, runc shim, ctr), runc, the CNI plugins, crictl, CoreDNS and the image registry
+# the nodes pull from, from Go modules.
 # kubelet and kube-proxy come with the control plane (build-control-plane.sh). Each component lands
 # under a temporary name and is renamed into place only when every binary linked.
 set -euo pipefail
@@ -93,6 +94,15 @@ GO
   land "$work/out" "$dest"
 }
 
+# The local cluster's image registry: the CNCF Distribution registry, which nodes pull from.
+build_registry() {
+  local dest="$CACHE/registry/$REGISTRY_VERSION"
+  [[ -x "$dest/registry" ]] && return 0
+  log "building the Distribution registry $REGISTRY_VERSION (first run only; cached in $dest)"
+  local m=github.com/distribution/distribution/v3
+  build_module "$dest" "$m@$REGISTRY_VERSION" 0 "" "$m/cmd/registry" registry
+}
+
 # The pause program every Pod sandbox holds: the project's own (images/pause/pause.go).
 build_pause() {
   local hash; hash=$(sha256sum "$here/../images/pause/pause.go" | cut -c1-16)
@@ -110,5 +120,6 @@ build_runc
 build_cni_plugins
 build_crictl
 build_coredns
+build_registry
 build_pause
-log "containerd $CONTAINERD_VERSION, runc $RUNC_VERSION, CNI plugins $CNI_PLUGINS_VERSION, crictl $CRICTL_VERSION, CoreDNS $COREDNS_VERSION ready in $CACHE"
+log "containerd $CONTAINERD_VERSION, runc $RUNC_VERSION, CNI plugins $CNI_PLUGINS_VERSION, crictl $CRICTL_VERSION, CoreDNS $COREDNS_VERSION, registry $REGISTRY_VERSION ready in $CACHE"

@@ -43,5 +43,6 @@ ensure_debian_packages $MOONCAKE_DEBIAN_PACKAGES $NODE_DEBIAN_PACKAGES $IMAGE_DE
 ensure_mooncake_venv
 bash scripts/build-control-plane.sh
 bash scripts/build-node.sh
+bash scripts/build-network-policy.sh
 bash scripts/build-helm.sh
 node_modules/.bin/node images/build.ts

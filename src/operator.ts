@@ -4,6 +4,7 @@
 import type { OperatorContext } from './context/operator-context.ts';
 import { buildContext, registerControllers } from './controllers/index.ts';
 import type { KubeClient } from './kube/client.ts';
+import { LeadershipTerm } from './kube/leadership-term.ts';
 import { log } from './kube/log.ts';
 import { Manager, type ManagerOptions } from './kube/manager.ts';
 import { WebhookCertificates } from './kube/webhook-certs.ts';
@@ -31,6 +32,8 @@ export interface OperatorStartOptions {
   poolObserveIntervalMs?: number;
   /** How long a node's tier cleanup may take before it is reported and given up (default 5 minutes). */
   tierCleanupDeadlineMs?: number;
+  /** How long a domain claim whose Binding does not exist is kept for its create to land (default 60 s). */
+  domainClaimGraceMs?: number;
   webhook?: {
     port: number;
     host?: string;
@@ -58,6 +61,12 @@ export interface RunningOperator {
 }
 
 export async function startOperator(o: OperatorStartOptions): Promise<RunningOperator> {
+  // Every request names the replica, so the apiserver's audit log and the store tell the writers apart.
+  const userAgent = `kvpool-operator (${o.identity})`;
+  const client = o.client.with({ userAgent });
+  // Every write but the election's own takes the leadership term's signal (the store's as well).
+  const term = new LeadershipTerm();
+  const writer = client.with({ writeSignal: () => term.signal });
   const settings = {
     namespace: o.namespace,
     storePollMs: o.storePollMs,
@@ -65,12 +74,20 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
     observeIntervalMs: o.observeIntervalMs,
     poolObserveIntervalMs: o.poolObserveIntervalMs,
     tierCleanupDeadlineMs: o.tierCleanupDeadlineMs,
+    storeRequests: { userAgent, writeSignal: () => term.signal },
   };
-  const ctx = buildContext(o.client, settings);
+  // Admission claims a Binding's domain on every replica, with writes that are conditional themselves,
+  // on connections of its own: a claim never waits behind a pass's writes or the informers' watches.
+  const admissionClient = client.withOwnConnections();
+  const ctx = {
+    ...buildContext(writer, settings),
+    admissionClient,
+    domainClaimGraceMs: o.domainClaimGraceMs,
+  };
   const server = new WebhookServer();
   const hooks = registerWebhookHandlers(server, ctx);
   const certificates = o.webhook
-    ? new WebhookCertificates(o.client, {
+    ? new WebhookCertificates(writer, {
         namespace: o.namespace,
         secretName: o.webhook.secretName ?? 'kvpool-webhook-certs',
         hosts: o.webhook.hosts,
@@ -81,7 +98,8 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
     : undefined;
   const reach = o.webhook?.reach;
   const manager = new Manager({
-    client: o.client,
+    client,
+    term,
     identity: o.identity,
     leaderElection: o.leaderElection,
     ...(o.onLostLeadership ? { onLostLeadership: o.onLostLeadership } : {}),
@@ -97,7 +115,7 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
             ...(o.webhook.register
               ? {
                   onLeaderCertificates: async (caBundle: string) => {
-                    await applyWebhookConfigurations(o.client, hooks, reach, caBundle);
+                    await applyWebhookConfigurations(writer, hooks, reach, caBundle);
                     log.info('admission webhooks registered');
                   },
                 }
@@ -115,6 +133,7 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
       await manager.shutdown();
       ctx.store.stop();
       ctx.replicas.stop();
+      await admissionClient.close();
     },
   };
 }

@@ -8,6 +8,7 @@ import type { CertificateAuthority } from '../../src/kube/pki.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { clusterDns } from './addons.ts';
 import type { HostNetwork } from './host-network.ts';
+import { enforcerRbac } from './network-policy.ts';
 import { LocalNode } from './node.ts';
 
 /**
@@ -28,11 +29,15 @@ export interface ClusterNodesOptions {
   pauseImage: string;
   corednsImage: string;
   imageStore: string;
+  /** Plain-HTTP registries (host:port) the nodes pull from: the cluster's own. */
+  registries?: string[];
 }
 
 export class ClusterNodes {
   readonly nodes: LocalNode[];
   private readonly options: ClusterNodesOptions;
+  /** Whether every node runs the NetworkPolicy enforcer (a node started again gets it back). */
+  private enforcing = false;
 
   constructor(options: ClusterNodesOptions) {
     this.options = options;
@@ -48,6 +53,7 @@ export class ClusterNodes {
           labels: options.labels?.[name],
           pauseImage: options.pauseImage,
           imageStore: options.imageStore,
+          registries: options.registries,
         }),
     );
   }
@@ -106,6 +112,19 @@ export class ClusterNodes {
       },
       { what: `node ${node.name} to be Ready`, timeoutMs, intervalMs: 200 },
     );
+    if (this.enforcing) await node.enforceNetworkPolicies();
+  }
+
+  /**
+   * NetworkPolicy enforced from now on: the enforcer's rights, then kube-router's firewall on every
+   * node (network-policy.ts). Resolves when each node's enforcer has set up its chains.
+   */
+  async enforceNetworkPolicies(): Promise<void> {
+    for (const obj of enforcerRbac()) {
+      await this.options.client.apply(obj, { fieldManager: 'kvpool-local', force: true });
+    }
+    this.enforcing = true;
+    await Promise.all(this.nodes.map((n) => n.enforceNetworkPolicies()));
   }
 
   async stop(): Promise<void> {

@@ -11,12 +11,26 @@ export interface NodePlan {
   clusterCidr: string;
   clusterDns: string;
   pauseImage: string;
+  /** Registries (host:port) the node pulls from over plain HTTP: the local cluster's own. */
+  registries?: string[];
   binaries: { runc: string; cniPlugins: string };
 }
 
 export const containerdSocket = '/run/containerd/containerd.sock';
 export const configDir = (plan: NodePlan) => `${plan.dir}/etc/kubernetes`;
 export const cniConfigDir = (plan: NodePlan) => `${plan.dir}/etc/cni/net.d`;
+/** containerd's registry host configuration: a directory per registry, each with its hosts.toml. */
+export const registryHostsDir = (plan: NodePlan) => `${plan.dir}/etc/containerd/certs.d`;
+
+/** Each registry's hosts.toml, by its directory name (host:port): pull and resolve over plain HTTP. */
+export function registryHosts(plan: NodePlan): Record<string, string> {
+  return Object.fromEntries(
+    (plan.registries ?? []).map((r) => [
+      r,
+      `server = "http://${r}"\n\n[host."http://${r}"]\n  capabilities = ["pull", "resolve"]\n`,
+    ]),
+  );
+}
 
 export function containerdConfig(plan: NodePlan): string {
   return `version = 3
@@ -41,6 +55,8 @@ disabled_plugins = [
   snapshotter = "overlayfs"
   [plugins."io.containerd.cri.v1.images".pinned_images]
     sandbox = "${plan.pauseImage}"
+  [plugins."io.containerd.cri.v1.images".registry]
+    config_path = "${registryHostsDir(plan)}"
 
 [plugins."io.containerd.cri.v1.runtime"]
   # A node here may lack CAP_SYS_RESOURCE (a sandboxed machine): never ask for an OOM score below

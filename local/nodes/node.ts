@@ -10,10 +10,11 @@ import { promisify } from 'node:util';
 import type { CertificateAuthority } from '../../src/kube/pki.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { type ManagedProcess, startProcess } from '../processes.ts';
-import { cniPluginDir, kubeBinary, nodeBinary } from '../toolchain.ts';
+import { cniPluginDir, kubeBinary, kubeRouterBinary, nodeBinary } from '../toolchain.ts';
 import { createCgroup, joinCgroupScript, killCgroup, removeCgroup } from './cgroups.ts';
 import type { HostNetwork } from './host-network.ts';
 import { seedContainerdRoot } from './image-store.ts';
+import { enforcerArgs, enforcerForwardChain, enforcerUser } from './network-policy.ts';
 import {
   cniConfig,
   cniConfigDir,
@@ -24,6 +25,8 @@ import {
   kubeletConfig,
   kubeProxyConfig,
   type NodePlan,
+  registryHosts,
+  registryHostsDir,
 } from './node-config.ts';
 
 export interface LocalNodeOptions {
@@ -38,6 +41,8 @@ export interface LocalNodeOptions {
   pauseImage: string;
   /** A containerd root holding the project's images (image-store.ts), the node's starting state. */
   imageStore: string;
+  /** Plain-HTTP registries (host:port) the node pulls from. */
+  registries?: string[];
 }
 
 const run = promisify(execFile);
@@ -56,6 +61,7 @@ export class LocalNode {
   private readonly logDir: string;
   private holder?: ManagedProcess;
   private processes: ManagedProcess[] = [];
+  private enforcer?: ManagedProcess;
 
   constructor(options: LocalNodeOptions) {
     this.options = options;
@@ -82,6 +88,7 @@ export class LocalNode {
       clusterCidr: a.clusterCidr,
       clusterDns: a.dnsServiceIp,
       pauseImage: this.options.pauseImage,
+      registries: this.options.registries,
       binaries: { runc: process.env.KVPOOL_RUNC ?? nodeBinary('runc'), cniPlugins: cniPluginDir() },
     };
   }
@@ -104,12 +111,14 @@ export class LocalNode {
       usage: 'server',
     });
     const proxy = await ca.issue({ commonName: 'system:kube-proxy', usage: 'client' });
+    const enforcer = await ca.issue({ commonName: enforcerUser, usage: 'client' });
     const files: Record<string, string> = {
       'ca.crt': ca.certPem,
       'kubelet.crt': serving.certPem,
       'kubelet.key': serving.keyPem,
       'kubelet.kubeconfig': kubeconfig(server, ca.certPem, node.certPem, node.keyPem),
       'kube-proxy.kubeconfig': kubeconfig(server, ca.certPem, proxy.certPem, proxy.keyPem),
+      'network-policy.kubeconfig': kubeconfig(server, ca.certPem, enforcer.certPem, enforcer.keyPem),
       'kubelet.yaml': kubeletConfig(plan),
       'kube-proxy.yaml': kubeProxyConfig(plan),
       'containerd.toml': containerdConfig(plan),
@@ -119,6 +128,10 @@ export class LocalNode {
       writeFileSync(join(dir, name), text, {
         mode: name.endsWith('.key') || name.endsWith('kubeconfig') ? 0o600 : 0o644,
       });
+    }
+    for (const [registry, text] of Object.entries(registryHosts(plan))) {
+      mkdirSync(join(registryHostsDir(plan), registry), { recursive: true });
+      writeFileSync(join(registryHostsDir(plan), registry, 'hosts.toml'), text);
     }
   }
 
@@ -155,6 +168,26 @@ export class LocalNode {
       '--v=1',
     ]);
     this.spawn('kube-proxy', kubeBinary('kube-proxy'), [`--config=${dir}/kube-proxy.yaml`, '--v=1']);
+  }
+
+  /**
+   * Starts the node's NetworkPolicy enforcer (network-policy.ts) once the node is registered; resolves
+   * when its chains are in the node's filter table. It runs until the node stops or is killed.
+   */
+  async enforceNetworkPolicies(): Promise<void> {
+    if (this.enforcer) return;
+    const kubeconfig = `${configDir(this.plan)}/network-policy.kubeconfig`;
+    const args = enforcerArgs({ name: this.name, kubeconfig }, this.options.network.addressing.serviceCidr);
+    const enforcer = this.spawn('network-policy', kubeRouterBinary(), args);
+    this.enforcer = enforcer;
+    await waitFor(
+      async () => {
+        enforcer.assertRunning();
+        const chain = await this.exec(['iptables', '-S', enforcerForwardChain]).catch(() => undefined);
+        return chain ? true : undefined;
+      },
+      { what: `the NetworkPolicy enforcer of ${this.name} (log: ${enforcer.logFile})`, timeoutMs: 60_000 },
+    );
   }
 
   /** The node's mount namespace, held by a process that does nothing else. */
@@ -291,6 +324,7 @@ export class LocalNode {
     await killCgroup(this.cgroup);
     await Promise.all([this.holder, ...this.processes].map((p) => p?.exited));
     this.processes = [];
+    this.enforcer = undefined;
     this.holder = undefined;
   }
 

@@ -11,6 +11,7 @@ import { LeaderStatus } from './leader-status.ts';
 import type { LeaseRef } from './lease-address.ts';
 import { masterEndpoints } from './master-flags.ts';
 import { MasterHealth } from './master-health.ts';
+import { startMetricsProxy } from './metrics-proxy.ts';
 import { type PodIdentity, podFromEnv } from './pod-identity.ts';
 import { startProbeServer } from './probe-server.ts';
 import { shutdownRequested } from './shutdown.ts';
@@ -20,6 +21,8 @@ export interface LeaderOptions {
   election: 'Kubernetes' | 'None';
   lease: LeaseRef | undefined;
   probePort: number;
+  /** GET /metrics alone, read from the master: what a scraper may reach instead of the admin port. */
+  metricsPort: number;
   policySeed: string | undefined;
   policyFile: string | undefined;
   leaseDurationMs: number;
@@ -56,12 +59,21 @@ export async function runLeader(options: LeaderOptions, pod = podFromEnv()): Pro
   };
   const probe = await startProbeServer(pod.ip ?? '0.0.0.0', options.probePort, run.status.checks);
   run.logger.info({ port: probe.port }, 'probe server listening');
+  const metrics = await startMetricsProxy(pod.ip ?? '0.0.0.0', options.metricsPort, masterAdmin(run));
+  run.logger.info({ port: metrics.port }, 'metrics proxy listening');
   try {
     return elected ? await runElected(run) : await runUnelected(run);
   } finally {
     run.status.health?.stop();
-    await probe.close();
+    await Promise.all([probe.close(), metrics.close()]);
   }
+}
+
+/** The master's admin endpoint, `host:port`, as its flags set it. */
+function masterAdmin(run: Pick<Run, 'options' | 'pod'>): string {
+  const endpoints = masterEndpoints(run.options.masterArgs);
+  const host = endpoints.metricsHost ?? run.pod.ip ?? '127.0.0.1';
+  return `${host.includes(':') ? `[${host}]` : host}:${endpoints.metricsPort}`;
 }
 
 async function runUnelected(run: Run): Promise<number> {
@@ -194,11 +206,9 @@ function seedPolicy(run: Run): boolean {
 }
 
 function startMaster(run: Run): Child {
-  const { options, pod, status, logger } = run;
-  const endpoints = masterEndpoints(options.masterArgs);
+  const { options, status, logger } = run;
   const master = new Child('mooncake_master', run.masterPath, options.masterArgs, process.env);
-  const host = endpoints.metricsHost ?? pod.ip ?? '127.0.0.1';
-  const health = new MasterHealth(`${host.includes(':') ? `[${host}]` : host}:${endpoints.metricsPort}`);
+  const health = new MasterHealth(masterAdmin(run));
   void health.run();
   status.master = master;
   status.health = health;

@@ -16,6 +16,7 @@ import {
   Type,
 } from './schema.ts';
 import { SecurityContext } from './security-context.ts';
+import { tierPathRules } from './tier-path.ts';
 
 export const transportProtocols = ['Auto', 'TCP', 'RDMA', 'EFA', 'CANN', 'ROCM', 'MUSA', 'MACA'] as const;
 export type TransportProtocol = (typeof transportProtocols)[number];
@@ -105,7 +106,7 @@ const LocalDisk = Type.Object(
       minLength: 1,
       maxLength: 4096,
       description:
-        "Directory on every selected node that holds the tier, for example /var/lib/kvcache. It must already exist and be writable by the store image's user (uid 65532); the operator never creates it. Absolute, not /, without a .. component or surrounding whitespace, and not at, inside or around /dev/infiniband. Immutable.",
+        "Directory on every selected node that holds the tier, for example /var/lib/kvcache. It must already exist and be writable by the store image's user (uid 65532); the operator never creates it. Absolute, spelled one way only (no //, . or .. component, trailing / or surrounding whitespace), not a system directory (/, /home, /opt, /tmp, /var, /var/lib and the like) and not at or inside /bin, /boot, /dev, /etc, /lib*, /proc, /run, /sbin, /sys, /usr or the state of the kubelet, containerd, Docker or etcd under /var/lib. Immutable.",
       ...cel(
         {
           rule: "self.startsWith('/') && self != '/'",
@@ -125,6 +126,7 @@ const LocalDisk = Type.Object(
           message:
             'localDisks[].path must not be, contain or sit inside /dev/infiniband; choose another directory',
         },
+        ...tierPathRules(),
       ),
     }),
     capacity: Type.Optional(
@@ -156,6 +158,20 @@ const LocalDisk = Type.Object(
         default: false,
         description:
           "Whether deleting the backend empties the directory's content (never the directory itself) on every node the group selects at that moment, within 5 minutes per node; a path another backend's tier shares is skipped. Defaults to false: the content stays.",
+      }),
+    ),
+    offload: Type.Optional(
+      StringEnum(['OnEviction', 'WriteThrough'] as const, {
+        default: 'OnEviction',
+        description:
+          'Which objects the store copies to the tier. OnEviction (the default): only objects evicted from memory, so the disk is written only once memory is full, and a failover keeps only those. WriteThrough: every object, once, when its write completes, so a leader failover keeps what reached the tier (members re-register it with the new leader, checking every second); it costs one disk write per object and holds each object in memory until its bucket (64 objects or 16Mi) is written; objects in an unfilled bucket are lost on failover. Changing it restarts the leader. Defaults to OnEviction.',
+      }),
+    ),
+    foreignContent: Type.Optional(
+      StringEnum(['Refuse', 'Remove'] as const, {
+        default: 'Refuse',
+        description:
+          "What a member does with a tier directory holding files this backend did not write: no .kvpool-tier marker, or one naming another backend's UID. Refuse (the default) keeps the member from starting, so the store never re-registers those objects; Remove empties the directory first. The backend's own files (its marker) are always kept and re-registered after a restart or a failover. Defaults to Refuse.",
       }),
     ),
   },
@@ -233,7 +249,7 @@ const MemberGroup = Type.Object(
     image: Type.Optional(
       imageField(
         'members[].image',
-        "Image of this group's members (and of its tier survey and cleanup); overrides spec.image and the Setting kv-cache-backend-image. Admission refuses a value that is not an image reference.",
+        "Image of this group's members (and of its tier survey and cleanup), a kvpool-store image like spec.image; overrides spec.image and the Setting kv-cache-backend-image. Admission refuses a value that is not an image reference.",
       ),
     ),
     transport: Type.Optional(GroupTransport),

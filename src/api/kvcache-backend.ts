@@ -22,6 +22,7 @@ import {
   Type,
   UsedBy,
 } from './schema.ts';
+import { storeImageExample } from './setting.ts';
 
 export { type MemberGroup, type TransportProtocol, transportProtocols };
 
@@ -53,7 +54,7 @@ export const KVCacheBackendSpec = Type.Object(
     image: Type.Optional(
       imageField(
         'spec.image',
-        'Image of the leader and of member groups that name none, for example registry.example.com/mooncake:0.3.13. Unset, the Setting kv-cache-backend-image supplies it; admission refuses a managed backend when both are empty (on create, and when this field changes) and a value that is not an image reference. External backends run no image.',
+        `Image of the leader and of member groups that name none: a kvpool-store image (the Mooncake wheel with the kvpool-store program, which the leader and member containers run; a plain Mooncake image has no kvpool-store and cannot run), for example ${storeImageExample}. Unset, the Setting kv-cache-backend-image supplies it; admission refuses a managed backend when both are empty (on create, and when this field changes) and a value that is not an image reference. External backends run no image.`,
       ),
     ),
     imagePullPolicy: Type.Optional(
@@ -104,7 +105,7 @@ export const KVCacheBackendStatus = Type.Object(
   {
     ...phaseFields({
       phase:
-        'Provisioning (the leader is not serving yet, or capacity has not been read), Ready (the leader serves, members are mounted, capacity is not zero), Degraded (the leader serves but members are missing, stuck or report no capacity, or no image resolves), Error (the leader is unreachable, unschedulable or crash-looping) or Deleting.',
+        'Provisioning (the leader is not serving yet, or capacity has not been read), Ready (the leader serves, members are mounted, capacity is not zero), Degraded (the leader serves but members are missing, stuck or report no capacity, or no image resolves, or an object kvpool does not control holds the name of one of its objects: RolloutComplete=False ChildConflict names it), Error (the leader is unreachable, unschedulable or crash-looping) or Deleting.',
       conditions:
         'LeaderAvailable, CapacityObserved, MembersMounted, PoolWrites and Deletable; RolloutComplete for managed backends, ElectionObserved while an election runs, TierWasEmpty with a disk tier. Only the first three decide the phase.',
     }),
@@ -156,3 +157,14 @@ export const KVCacheBackendStatus = Type.Object(
   { description: 'What the operator last observed of the store; every figure is absent until observed.' },
 );
 export type KVCacheBackendStatus = Static<typeof KVCacheBackendStatus>;
+
+/** The reasons of the RolloutComplete condition (managed backends). */
+export const RolloutCompleteReason = {
+  Complete: 'Complete',
+  UpdateNotObserved: 'UpdateNotObserved',
+  ReplicasPending: 'ReplicasPending',
+  Progressing: 'Progressing',
+  MembersRolling: 'MembersRolling',
+  /** An object kvpool does not control holds the name of a child: it is left as it is, and not applied. */
+  ChildConflict: 'ChildConflict',
+} as const;

@@ -2,9 +2,11 @@
 
 import { DisplayFigures } from './display.ts';
 import { hitRatePattern } from './kvcache-pool.ts';
+import { PoolPrefixStatus } from './pool-prefix.ts';
 import {
   cel,
   dns1123Label,
+  dns1123Subdomain,
   immutable,
   phaseFields,
   positiveBytes,
@@ -22,7 +24,12 @@ export const KVCachePoolBindingSpec = Type.Object(
           minLength: 1,
           maxLength: 253,
           description:
-            'Name of the KVCachePool. A pool that does not exist yet is admitted with a warning; the Binding grants nothing until it exists.',
+            'Name of the KVCachePool, a DNS-1123 subdomain. A pool that does not exist yet is admitted with a warning; the Binding grants nothing until it exists.',
+          ...cel({
+            rule: `self.matches(r'${dns1123Subdomain}')`,
+            message:
+              'spec.poolRef.name must be the name of a KVCachePool, a DNS-1123 subdomain: lowercase letters, digits, - and ., starting and ending with a letter or digit, for example shared-dram (see kubectl get kvcachepool)',
+          }),
         }),
       },
       {
@@ -76,7 +83,7 @@ export const KVCachePoolBindingSpec = Type.Object(
           minLength: 1,
           maxLength: 32,
           description:
-            'The engines’ KV-cache dtype in lowercase, for example bfloat16 or fp8_e4m3. While the Setting model-deployment-kv-cache-dtype-owned is true (the default) it is rendered as --kv-cache-dtype, and auto is refused on create.',
+            'The engines’ KV-cache dtype in lowercase, for example bfloat16 or fp8_e4m3. While the Setting model-deployment-kv-cache-dtype-owned is true (the default) it is rendered as --kv-cache-dtype, and auto is refused on create; float32, which engines keep only for a float32 model, is rendered as --dtype float32 --kv-cache-dtype auto.',
           ...cel({
             rule: "self.matches('^[a-z0-9_]+$')",
             message:
@@ -140,6 +147,10 @@ export const KVCachePoolBindingStatus = Type.Object(
         description: `Share of lookups that hit, 0 to 1 with up to four decimals. ${notReported}`,
       }),
     ),
+    poolPrefix: PoolPrefixStatus(
+      'the engines of the ModelDeployments in this namespace that name this Binding',
+      ' The sum of their status.poolPrefix; 0 tokens while no ModelDeployment names the Binding (Pods injected without a ModelDeployment are not counted).',
+    ),
     usedBy: Type.Optional(
       UsedBy(
         'The ModelDeployments in this namespace that name this Binding; while any remains, deletion waits (Releasable=False, HeldByWorkloads).',
@@ -149,3 +160,22 @@ export const KVCachePoolBindingStatus = Type.Object(
   { description: 'What the operator last observed of the domain on its store.' },
 );
 export type KVCachePoolBindingStatus = Static<typeof KVCachePoolBindingStatus>;
+
+/**
+ * On a Binding being deleted, "true" lets the operator remove its domain's objects from the store so
+ * the tenant can be released (decision 32). Without it a domain that holds data keeps the Binding.
+ */
+export const purgeOnDeleteAnnotation = 'kvcache.gpustack.ai/purge-on-delete';
+
+/** The reasons of a Binding's Releasable condition (present while it is being deleted). */
+export const BindingReleasableReason = {
+  Released: 'Released',
+  HeldByWorkloads: 'HeldByWorkloads',
+  /** The master refuses to drop the domain while it holds data, and no purge was asked for. */
+  LedgerNotReleased: 'LedgerNotReleased',
+  /** A purge was asked for and is under way: objects in use within their lease wait for it to end. */
+  Purging: 'Purging',
+  /** A purge was asked for on a store with a disk tier, where the master's removal is not per domain. */
+  PurgeUnsafeWithDiskTier: 'PurgeUnsafeWithDiskTier',
+  LedgerRequestFailed: 'LedgerRequestFailed',
+} as const;

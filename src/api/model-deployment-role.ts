@@ -3,6 +3,7 @@
 import type { Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
 import {
   AtomicList,
+  cel,
   dns1123Label,
   EnvVar,
   LocalObjectReference,
@@ -16,6 +17,14 @@ import {
 export const roleKinds = ['Server', 'Prefill', 'Decode'] as const;
 
 const notActedOn = 'Stored, but this operator does not act on it yet.';
+
+/** Why a role may not ask for what Pod Security 'baseline' forbids (docs/decisions/0029). */
+const baselineRule =
+  "the operator creates engine Pods with its own rights, so a ModelDeployment may not ask for what Pod Security 'baseline' forbids";
+const ownDeployment =
+  'run such an engine as your own Deployment whose Pods carry kvcache.gpustack.ai/inject=true (created with your rights, the cache injected all the same)';
+export const privilegedRefusal = `${baselineRule}; remove privileged, or ${ownDeployment}`;
+export const hostPathRefusal = `${baselineRule}; mount the data from a persistentVolumeClaim instead, or ${ownDeployment}`;
 
 const Resources = Type.Object(
   {
@@ -136,7 +145,19 @@ const Role = Type.Object({
       description: "Secrets in this namespace that the role's Pods pull images with.",
     }),
   ),
-  privileged: Type.Optional(Type.Boolean({ description: 'Runs the engine container privileged when true.' })),
+  privileged: Type.Optional(
+    Type.Boolean({
+      description:
+        'Refused when true, by the schema and by admission (docs/decisions/0029); kept so that deployments stored before the rule still read.',
+      ...cel({ rule: '!self', message: privilegedRefusal }),
+    }),
+  ),
+  automountServiceAccountToken: Type.Optional(
+    Type.Boolean({
+      description:
+        "Mounts a token of the namespace's default service account into the engine Pods when true. Unset or false mounts none: an engine does not call the Kubernetes API. No other service account can be named (docs/decisions/0029). Changing it replaces the replicas one at a time.",
+    }),
+  ),
   ports: Type.Optional(
     AtomicList(Port, 16, {
       description:
@@ -145,15 +166,28 @@ const Role = Type.Object({
   ),
   additionalVolumes: Type.Optional(
     AtomicList(
-      // Kept as written (the apiserver validates the volume when the Deployment is applied).
+      // Kept as written (the apiserver validates the volume when the Deployment is applied); hostPath is
+      // declared only so that the rule below can see it.
       Type.Unsafe<Volume & Partial<Pick<VolumeMount, 'mountPath' | 'readOnly' | 'subPath'>>>({
         type: 'object',
         'x-kubernetes-preserve-unknown-fields': true,
+        properties: {
+          hostPath: {
+            type: 'object',
+            'x-kubernetes-preserve-unknown-fields': true,
+            description:
+              "Refused, by the schema and by admission (docs/decisions/0029): a node's directory reaches the engine as a persistentVolumeClaim, of a local PersistentVolume an administrator creates.",
+          },
+        },
       }),
       32,
       {
         description:
-          'Extra Pod volumes, each a core/v1 Volume plus optional mountPath, readOnly and subPath; one with mountPath is mounted there in the engine container.',
+          'Extra Pod volumes, each a core/v1 Volume plus optional mountPath, readOnly and subPath; one with mountPath is mounted there in the engine container. A hostPath volume is refused.',
+        ...cel({
+          rule: 'self.all(v, !has(v.hostPath))',
+          message: `additionalVolumes[].hostPath: ${hostPathRefusal}`,
+        }),
       },
     ),
   ),
@@ -177,12 +211,12 @@ const Role = Type.Object({
   env: Type.Optional(
     MapList(EnvVar, ['name'], 128, {
       description:
-        'Environment of the engine container; MC_TE_METRIC defaults to 1 unless set here. Admission refuses GPUSTACK_REPLICA_LEADER_ADDRESS, GPUSTACK_REPLICA_SIZE, GPUSTACK_MEMBER_INDEX and, unless command is set, the variables carrying the cache connection (vLLM: MOONCAKE_CONFIG_PATH, VLLM_MOONCAKE_BOOTSTRAP_PORT; SGLang: SGLANG_HICACHE_MOONCAKE_CONFIG_PATH, MOONCAKE_MASTER, MOONCAKE_TE_META_DATA_SERVER, MOONCAKE_PROTOCOL, MOONCAKE_DEVICE, MOONCAKE_GLOBAL_SEGMENT_SIZE, MOONCAKE_LOCAL_HOSTNAME, MOONCAKE_TENANT_ID).',
+        'Environment of the engine container; MC_TE_METRIC defaults to 1 unless set here. Admission refuses GPUSTACK_REPLICA_LEADER_ADDRESS, GPUSTACK_REPLICA_SIZE, GPUSTACK_MEMBER_INDEX and, unless command is set, the variables carrying the cache connection (vLLM: MOONCAKE_CONFIG_PATH, VLLM_MOONCAKE_BOOTSTRAP_PORT, MOONCAKE_TENANT_ID; SGLang: SGLANG_HICACHE_MOONCAKE_CONFIG_PATH, MOONCAKE_MASTER, MOONCAKE_TE_META_DATA_SERVER, MOONCAKE_PROTOCOL, MOONCAKE_DEVICE, MOONCAKE_GLOBAL_SEGMENT_SIZE, MOONCAKE_LOCAL_HOSTNAME, MOONCAKE_TENANT_ID). With command set, a store tenant named here (MOONCAKE_TENANT_ID, or tenant_id in a value) must be the domain of the Binding spec.kvCache.poolRef names.',
     }),
   ),
   command: argv(
     128,
-    "Takes over the whole argv, used verbatim: no operator arguments, cache configuration or health probes, and the role's status says unmanaged.",
+    "Takes over the whole argv, used verbatim: no operator arguments, cache configuration or health probes, and the role's status says unmanaged. Admission refuses a store tenant it names (MOONCAKE_TENANT_ID=, tenant_id in an inline config) other than the domain of the Binding spec.kvCache.poolRef names.",
   ),
 });
 

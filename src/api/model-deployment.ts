@@ -1,5 +1,6 @@
 // ModelDeployment: a served model and its roles (namespaced). ModelDeployment spec §1; KV-cache spec §1.4/§3.4.
 import { Role, roleKinds } from './model-deployment-role.ts';
+import { PoolPrefixStatus } from './pool-prefix.ts';
 import { AtomicList, cel, immutable, MapList, phaseFields, type Static, StringEnum, Type } from './schema.ts';
 
 export type { ModelDeploymentRole } from './model-deployment-role.ts';
@@ -181,7 +182,7 @@ export const ModelDeploymentStatus = Type.Object(
   {
     ...phaseFields({
       phase:
-        'Starting (no replica ready yet), Ready (every role has all its replicas ready), Degraded (some replicas ready, not all) or Deleting.',
+        'Starting (no replica ready yet), Ready (every role has all its replicas ready), Degraded (some replicas ready, not all, or an object kvpool does not control holds the name of one of its objects: ReplicasUpToDate=False ChildConflict names it) or Deleting.',
       conditions:
         'DomainRegistered, CacheAttached (judged from what ready engines report, never from flags), ReplicasUpToDate, RoleKindsReady and KVEventsPublishing.',
     }),
@@ -236,7 +237,32 @@ export const ModelDeploymentStatus = Type.Object(
         },
       ),
     ),
+    poolPrefix: PoolPrefixStatus('the ready replicas'),
   },
   { description: 'What the operator last observed of the roles and the cache.' },
 );
 export type ModelDeploymentStatus = Static<typeof ModelDeploymentStatus>;
+
+/** The reasons of the CacheAttached condition. */
+export const CacheAttachedReason = {
+  NotApplicable: 'NotApplicable',
+  Unmanaged: 'Unmanaged',
+  NoReplicaReady: 'NoReplicaReady',
+  /** The engines' own counters show keys (or tokens) stored or loaded; or, with no report, the domain holds data. */
+  CacheActive: 'CacheActive',
+  /** The engines count failed store keys and no successful one since their last success. */
+  CacheOperationsFailing: 'CacheOperationsFailing',
+  NoObservationAvailable: 'NoObservationAvailable',
+} as const;
+
+/** The reasons of the ReplicasUpToDate condition. */
+export const ReplicasUpToDateReason = {
+  UpToDate: 'UpToDate',
+  RolloutInProgress: 'RolloutInProgress',
+  /** No cache connection resolved this pass: the replicas are kept as they run. */
+  RolloutHeldByCache: 'RolloutHeldByCache',
+  /** The roles cannot be rendered: nothing of this spec is applied. */
+  RenderFailed: 'RenderFailed',
+  /** An object kvpool does not control holds the name of a child: it is left as it is, and not applied. */
+  ChildConflict: 'ChildConflict',
+} as const;

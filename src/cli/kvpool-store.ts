@@ -11,6 +11,7 @@ const usage = `usage: kvpool-store <command> [flags] -- <store arguments>
       --election=Kubernetes|None   campaign for a Lease before serving (default Kubernetes)
       --lease=<namespace>/<name>   the Lease (required with --election=Kubernetes)
       --probe-port=9004            /readyz and /healthz, on KUBERNETES_POD_IP
+      --metrics-port=9005          GET /metrics alone, the master's, on KUBERNETES_POD_IP
       --policy-seed=<file>         tenant policy to start from, when the file exists
       --policy-file=<file>         where the master reads its tenant policy (seeded before it starts)
       --lease-duration-ms=${storeLeaseDefaults.leaseDurationMs} --renew-deadline-ms=${storeLeaseDefaults.renewDeadlineMs} --retry-period-ms=${storeLeaseDefaults.retryPeriodMs}
@@ -49,6 +50,7 @@ async function leader(flags: string[], masterArgs: string[]): Promise<number> {
       election: { type: 'string', default: 'Kubernetes' },
       lease: { type: 'string' },
       'probe-port': { type: 'string', default: '9004' },
+      'metrics-port': { type: 'string', default: '9005' },
       'policy-seed': { type: 'string' },
       'policy-file': { type: 'string' },
       'lease-duration-ms': { type: 'string', default: String(storeLeaseDefaults.leaseDurationMs) },
@@ -81,6 +83,7 @@ async function leader(flags: string[], masterArgs: string[]): Promise<number> {
     election,
     lease: leaseFlag(values.lease, election),
     probePort: positiveInt('probe-port', values['probe-port']),
+    metricsPort: positiveInt('metrics-port', values['metrics-port']),
     policySeed: values['policy-seed'],
     policyFile: values['policy-file'],
     ...timings,

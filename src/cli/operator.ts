@@ -7,7 +7,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { shutdownRequested } from '../agent/shutdown.ts';
+import { defaultObserveIntervalMs } from '../controllers/backend/reconciler.ts';
+import { defaultTierCleanupDeadlineMs } from '../controllers/backend/tier-cleanup.ts';
 import { KubeClient } from '../kube/client.ts';
+import { defaultTimings } from '../kube/leader-election.ts';
 import { log } from '../kube/log.ts';
 import { startOperator } from '../operator.ts';
 
@@ -40,13 +43,13 @@ export async function runOperator(argv: string[]): Promise<number> {
       identity: { type: 'string', default: `${hostname()}_${process.pid}` },
       'lease-name': { type: 'string', default: 'kvpool-operator' },
       'leader-elect': { type: 'boolean', default: true },
-      'lease-duration-ms': { type: 'string', default: '15000' },
-      'renew-deadline-ms': { type: 'string', default: '10000' },
-      'retry-period-ms': { type: 'string', default: '2000' },
+      'lease-duration-ms': { type: 'string', default: String(defaultTimings.leaseDurationMs) },
+      'renew-deadline-ms': { type: 'string', default: String(defaultTimings.renewDeadlineMs) },
+      'retry-period-ms': { type: 'string', default: String(defaultTimings.retryPeriodMs) },
       'health-port': { type: 'string', default: '8081' },
       'store-poll-ms': { type: 'string', default: '1000' },
-      'observe-interval-ms': { type: 'string', default: '15000' },
-      'tier-cleanup-deadline-ms': { type: 'string', default: '300000' },
+      'observe-interval-ms': { type: 'string', default: String(defaultObserveIntervalMs) },
+      'tier-cleanup-deadline-ms': { type: 'string', default: String(defaultTierCleanupDeadlineMs) },
       'webhook-port': { type: 'string', default: '9443' },
       'webhook-host': { type: 'string', default: '0.0.0.0' },
       'webhook-service': { type: 'string', default: 'kvpool-webhook' },

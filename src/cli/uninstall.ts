@@ -3,7 +3,8 @@
 // namespace holding one, would hang. This step removes the admission webhooks and stops the operator
 // (so neither refuses the change nor undoes it), then removes the finalizers and says so on every
 // object it released, with an Event that tells what stays behind (the stores keep running and keep
-// their tenant entries) and how to take the objects back (install kvpool again).
+// their tenant entries) and how to take the objects back (install kvpool again). Last, it deletes the
+// Bindings' domain claims (Leases in the release namespace), which mean nothing without the operator.
 import { parseArgs } from 'node:util';
 import type { Deployment } from 'kubernetes-types/apps/v1.js';
 import { removeFinalizer } from '../context/apply.ts';
@@ -11,6 +12,7 @@ import { KubeClient, type KubeObject, refOf } from '../kube/client.ts';
 import { ApiError } from '../kube/errors.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { waitFor } from '../kube/wait-for.ts';
+import { claimSelector } from '../model/domain-claims.ts';
 import { finalizer } from '../model/identity.ts';
 import { mutatingConfigurationName, validatingConfigurationName } from '../webhooks/configuration.ts';
 
@@ -68,6 +70,14 @@ async function releaseObjects(client: KubeClient): Promise<number> {
   return released;
 }
 
+/** Deletes the Bindings' domain claims: without the operator nothing reads or releases them. */
+async function deleteClaims(client: KubeClient, namespace: string): Promise<number> {
+  const ref = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace };
+  const list = await client.list<KubeObject>(ref, { labelSelector: claimSelector });
+  for (const item of list.items) await client.delete({ ...ref, name: item.metadata.name! });
+  return list.items.length;
+}
+
 export async function runUninstall(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -89,6 +99,8 @@ export async function runUninstall(argv: string[]): Promise<number> {
   try {
     await stopOperator(client, { namespace: values.namespace, deployment: values.deployment });
     const released = await releaseObjects(client);
+    const claims = await deleteClaims(client, values.namespace);
+    if (claims) console.log(`kvpool uninstall: deleted ${claims} domain claim(s)`);
     console.log(
       released
         ? `kvpool uninstall: released ${released} object(s); their stores keep running until deleted`

@@ -3,6 +3,7 @@
 import { canonicalJson, sha256Hex } from '../kube/canonical-json.ts';
 import { type KubeClient, refOf } from '../kube/client.ts';
 import type { KubeObject } from '../kube/object.ts';
+import { type ChildConflict, type ClaimOptions, claimChild } from '../model/child-ownership.ts';
 import { withDisplayFigures } from '../model/display-figures.ts';
 import { fieldManagers, finalizer } from '../model/identity.ts';
 
@@ -34,6 +35,36 @@ export async function applyChild(
   return true;
 }
 
+/**
+ * The object holding a child's name (from the cache when it holds it, else read live: a child created
+ * a moment ago, or an object kvpool never labelled) and whether kvpool may apply over it: only when it
+ * controls it (child-ownership.ts).
+ */
+export async function claimLiveChild<T extends KubeObject>(
+  client: KubeClient,
+  desired: KubeObject,
+  cached: T | undefined,
+  ownerUid: string | undefined,
+  options?: ClaimOptions,
+): Promise<{ live?: T; conflict?: ChildConflict }> {
+  const live = cached ?? (await client.find<T>(refOf(desired)));
+  const claim = claimChild(live, ownerUid, options);
+  return claim.kind === 'foreign' ? { conflict: claim.conflict } : { live };
+}
+
+/** applyChild for a child of the owner with `ownerUid`; the conflict, untouched, when it is not its own. */
+export async function applyOwnedChild(
+  client: KubeClient,
+  desired: KubeObject,
+  cached: KubeObject | undefined,
+  appliedOnce: Set<string>,
+  ownerUid: string | undefined,
+): Promise<ChildConflict | undefined> {
+  const { live, conflict } = await claimLiveChild(client, desired, cached, ownerUid);
+  if (!conflict) await applyChild(client, desired, live, appliedOnce);
+  return conflict;
+}
+
 export async function ensureFinalizer(client: KubeClient, obj: KubeObject): Promise<void> {
   if (obj.metadata.finalizers?.includes(finalizer)) return;
   await client.jsonPatch(refOf(obj), [
@@ -57,10 +88,10 @@ export async function removeFinalizer(client: KubeClient, obj: KubeObject): Prom
  * Applies the status this controller owns (all of it) unless it already reads exactly so; its byte
  * figures also go into status.display, rounded for the printer columns.
  */
-export async function applyStatus(
+export async function applyStatus<O extends KubeObject & { status?: object }>(
   client: KubeClient,
-  obj: KubeObject & { status?: object },
-  status: Record<string, unknown>,
+  obj: O,
+  status: NonNullable<O['status']>,
 ): Promise<boolean> {
   const clean = withDisplayFigures(obj.kind, JSON.parse(JSON.stringify(status)) as Record<string, unknown>);
   if (canonicalJson(obj.status ?? {}) === canonicalJson(clean)) return false;

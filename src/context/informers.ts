@@ -30,6 +30,8 @@ export const byInstanceNs = 'instance-ns';
 export interface BackendInformers {
   backends: Informer<KVCacheBackend>;
   pools: Informer<KVCachePool>;
+  /** Bindings, for the namespaces a store admits (and the pools' ledgers). */
+  bindings: Informer<KVCachePoolBinding>;
   pods: Informer<KubeObject<Pod>>;
   deployments: Informer<KubeObject<Deployment>>;
   daemonSets: Informer<KubeObject<DaemonSet>>;
@@ -43,7 +45,6 @@ export interface BackendInformers {
 }
 
 export interface PoolInformers extends BackendInformers {
-  bindings: Informer<KVCachePoolBinding>;
   modelDeployments: Informer<ModelDeployment>;
   policies: Informer<KubeObject<ConfigMap>>;
 }
@@ -81,6 +82,11 @@ export function backendInformers(ctx: OperatorContext): BackendInformers {
       apiVersion: workerApiVersion,
       kind: 'KVCachePool',
       indexers: { [byBackend]: (p) => p.spec.backends ?? [] },
+    }),
+    bindings: f.get<KVCachePoolBinding>({
+      apiVersion: workerApiVersion,
+      kind: 'KVCachePoolBinding',
+      indexers: { [byPool]: (b) => [b.spec.poolRef.name] },
     }),
     pods: f.get<KubeObject<Pod>>({
       apiVersion: 'v1',
@@ -129,11 +135,6 @@ export function backendInformers(ctx: OperatorContext): BackendInformers {
 export function poolInformers(ctx: OperatorContext): PoolInformers {
   return {
     ...backendInformers(ctx),
-    bindings: ctx.informers.get<KVCachePoolBinding>({
-      apiVersion: workerApiVersion,
-      kind: 'KVCachePoolBinding',
-      indexers: { [byPool]: (b) => [b.spec.poolRef.name] },
-    }),
     policies: ctx.informers.get<KubeObject<ConfigMap>>({
       apiVersion: 'v1',
       kind: 'ConfigMap',

@@ -1,9 +1,11 @@
-// kvpool's own figures as metrics, read from the statuses the controllers wrote (what the store
-// reported): per-backend capacity, per-pool quota and usage, per-Binding ceiling, grant and usage,
-// and each object's phase. Only the replica that runs the controllers reports them, so a standby
+// kvpool's own figures as metrics, read from the statuses the controllers wrote (what the store and
+// the engines reported): per-backend capacity, per-pool quota and usage, per-Binding ceiling, grant
+// and usage, prompt tokens served from the pool per ModelDeployment and per Binding, and each object's
+// phase. Only the replica that runs the controllers reports them, so a standby
 // never doubles a sum; a figure the status does not carry has no sample (absent is not zero).
 import { Gauge } from 'prom-client';
-import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
+import type { PoolPrefix } from '../api/pool-prefix.ts';
+import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../api/types.ts';
 import type { InformerFactory } from '../kube/informer-factory.ts';
 import { registry } from '../kube/metrics.ts';
 import { workerApiVersion } from '../model/identity.ts';
@@ -19,6 +21,7 @@ export interface FigureObjects {
   backends: KVCacheBackend[];
   pools: KVCachePool[];
   bindings: KVCachePoolBinding[];
+  deployments?: ModelDeployment[];
 }
 
 const help: Record<string, string> = {
@@ -31,8 +34,22 @@ const help: Record<string, string> = {
   kvpool_binding_ceiling_bytes: "The Binding's quota.ceiling.",
   kvpool_binding_effective_quota_bytes: 'What the store grants the Binding’s domain (status.effectiveQuota).',
   kvpool_binding_usage_bytes: 'Bytes the Binding’s domain holds on the store (status.usage).',
+  kvpool_binding_pool_prefix_hit_tokens:
+    "Prompt tokens the engines of the Binding's ModelDeployments loaded from the pool (status.poolPrefix.hitTokens).",
+  kvpool_binding_pool_prefix_queried_tokens:
+    "Prompt tokens the engines of the Binding's ModelDeployments looked up in the pool (status.poolPrefix.queriedTokens).",
+  kvpool_binding_pool_prefix_hit_ratio:
+    'Share of those looked-up tokens served from the pool (status.poolPrefix.hitRatio).',
+  kvpool_modeldeployment_pool_prefix_hit_tokens:
+    "Prompt tokens the deployment's ready replicas loaded from the pool (status.poolPrefix.hitTokens).",
+  kvpool_modeldeployment_pool_prefix_queried_tokens:
+    "Prompt tokens the deployment's ready replicas looked up in the pool (status.poolPrefix.queriedTokens).",
+  kvpool_modeldeployment_pool_prefix_hit_ratio:
+    'Share of those looked-up tokens served from the pool (status.poolPrefix.hitRatio).',
   kvpool_object_phase: 'Each backend, pool and Binding by phase: 1 for its current phase.',
 };
+
+const ratioOf = (r: string | undefined) => (r === undefined ? undefined : Number(r));
 
 const bytesOf = (q: string | number | undefined) =>
   q === undefined ? undefined : Number(parseQuantityBytes(q));
@@ -42,6 +59,11 @@ export function figureSamples(o: FigureObjects): FigureSample[] {
   const out: FigureSample[] = [];
   const push = (metric: string, labels: Record<string, string>, value: number | undefined) => {
     if (value !== undefined && Number.isFinite(value)) out.push({ metric, labels, value });
+  };
+  const prefix = (kind: string, labels: Record<string, string>, p: PoolPrefix | undefined) => {
+    push(`${kind}_pool_prefix_hit_tokens`, labels, p?.hitTokens);
+    push(`${kind}_pool_prefix_queried_tokens`, labels, p?.queriedTokens);
+    push(`${kind}_pool_prefix_hit_ratio`, labels, ratioOf(p?.hitRatio));
   };
   const phase = (kind: string, namespace: string, name: string, p: string | undefined) =>
     push('kvpool_object_phase', { kind, namespace, name, phase: p ?? 'Unknown' }, 1);
@@ -68,7 +90,17 @@ export function figureSamples(o: FigureObjects): FigureSample[] {
     push('kvpool_binding_ceiling_bytes', labels, bytesOf(b.spec.quota.ceiling));
     push('kvpool_binding_effective_quota_bytes', labels, bytesOf(b.status?.effectiveQuota));
     push('kvpool_binding_usage_bytes', labels, bytesOf(b.status?.usage));
+    prefix('kvpool_binding', labels, b.status?.poolPrefix);
     phase('KVCachePoolBinding', b.metadata.namespace!, b.metadata.name!, b.status?.phase);
+  }
+  for (const m of o.deployments ?? []) {
+    if (!m.spec.kvCache) continue;
+    const labels = {
+      namespace: m.metadata.namespace!,
+      modeldeployment: m.metadata.name!,
+      binding: m.spec.kvCache.poolRef.name,
+    };
+    prefix('kvpool_modeldeployment', labels, m.status?.poolPrefix);
   }
   return out;
 }
@@ -82,6 +114,12 @@ const labelNames: Record<string, string[]> = {
   kvpool_binding_ceiling_bytes: ['namespace', 'binding', 'pool', 'domain'],
   kvpool_binding_effective_quota_bytes: ['namespace', 'binding', 'pool', 'domain'],
   kvpool_binding_usage_bytes: ['namespace', 'binding', 'pool', 'domain'],
+  kvpool_binding_pool_prefix_hit_tokens: ['namespace', 'binding', 'pool', 'domain'],
+  kvpool_binding_pool_prefix_queried_tokens: ['namespace', 'binding', 'pool', 'domain'],
+  kvpool_binding_pool_prefix_hit_ratio: ['namespace', 'binding', 'pool', 'domain'],
+  kvpool_modeldeployment_pool_prefix_hit_tokens: ['namespace', 'modeldeployment', 'binding'],
+  kvpool_modeldeployment_pool_prefix_queried_tokens: ['namespace', 'modeldeployment', 'binding'],
+  kvpool_modeldeployment_pool_prefix_hit_ratio: ['namespace', 'modeldeployment', 'binding'],
   kvpool_object_phase: ['kind', 'namespace', 'name', 'phase'],
 };
 
@@ -109,8 +147,17 @@ export function reportFigures(informers: InformerFactory, leading: () => boolean
     apiVersion: workerApiVersion,
     kind: 'KVCachePoolBinding',
   });
+  const deployments = informers.get<ModelDeployment>({
+    apiVersion: workerApiVersion,
+    kind: 'ModelDeployment',
+  });
   source = {
     leading,
-    objects: () => ({ backends: backends.list(), pools: pools.list(), bindings: bindings.list() }),
+    objects: () => ({
+      backends: backends.list(),
+      pools: pools.list(),
+      bindings: bindings.list(),
+      deployments: deployments.list(),
+    }),
   };
 }

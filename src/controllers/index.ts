@@ -6,6 +6,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { InformerFactory } from '../kube/informer-factory.ts';
 import type { Manager } from '../kube/manager.ts';
+import type { AdminRequestOptions } from '../store/admin-client.ts';
 import { ReplicaReportWatcher } from '../store/replica-watcher.ts';
 import { StoreWatcher } from '../store/store-watcher.ts';
 import { BackendReconciler } from './backend/reconciler.ts';
@@ -21,6 +22,7 @@ export interface OperatorOptions {
   observeIntervalMs?: number;
   poolObserveIntervalMs?: number;
   tierCleanupDeadlineMs?: number;
+  storeRequests?: AdminRequestOptions;
 }
 
 export function buildContext(client: KubeClient, options: OperatorOptions): OperatorContext {
@@ -31,6 +33,7 @@ export function buildContext(client: KubeClient, options: OperatorOptions): Oper
     informers,
     events: new EventRecorder(client, 'kvpool-operator'),
     store: new StoreWatcher(options.storePollMs ?? 1000),
+    storeRequests: options.storeRequests ?? {},
     replicas: new ReplicaReportWatcher(options.replicaPollMs ?? 5000),
     settings: new Settings(informers, options.namespace),
   };

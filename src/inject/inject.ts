@@ -10,6 +10,7 @@ import {
   type InjectionRecord,
   injectedAnnotation,
   isVllmFamily,
+  type LoadFailurePolicy,
 } from './types.ts';
 import { cacheShapeFlags, environmentVehicle, fileVehicle, type VehiclePlan } from './vehicles.ts';
 
@@ -21,6 +22,8 @@ export interface InjectInput {
   annotations: Record<string, string>;
   connection: CacheConnection;
   dtypeOwned: boolean;
+  /** vLLM only: what a failed or stalled load from the store does; `recompute` unless told. */
+  loadFailurePolicy?: LoadFailurePolicy;
   /** 'args' appends to args (Pods); 'command' folds into command (ModelDeployment roles). */
   placement: 'args' | 'command';
   /** The recognised launch program; defaults to the engine's entry point, not forwarded. */
@@ -41,7 +44,8 @@ const metricDefaults: EnvVar[] = [
 ];
 
 function vehicleFor(input: InjectInput): VehiclePlan {
-  if (isVllmFamily(input.engine)) return fileVehicle(input.engine, input.role, input.connection);
+  if (isVllmFamily(input.engine))
+    return fileVehicle(input.engine, input.role, input.connection, input.loadFailurePolicy);
   const argv = [...(input.container.command ?? []), ...(input.container.args ?? [])];
   return environmentVehicle(input.connection, argv);
 }

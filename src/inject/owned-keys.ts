@@ -1,5 +1,8 @@
 // Flags and env names the operator renders per engine, and the admission check that refuses them in
 // a role's extraArgs/env in every spelling the engine parses. KV-cache spec §3.4.
+import { flagKey } from './argv.ts';
+import { loadFailurePolicySetBy, policyArgRefusal } from './load-failure-policy.ts';
+import { tenantEnvName } from './tenant-naming.ts';
 import { type EngineFamily, engineDisplayNames, isVllmFamily } from './types.ts';
 
 /** Why a key is owned, which decides the way out a refusal names. */
@@ -26,16 +29,17 @@ export interface OwnedKeyOptions {
   scope?: 'role' | 'pod';
 }
 
+// The tenant is refused on both engines: it is the Binding's domain, never the Pod's to choose.
 const podOwned = {
-  vllm: { flags: ['--kv-transfer-config'], env: ['MOONCAKE_CONFIG_PATH'] },
+  vllm: { flags: ['--kv-transfer-config'], env: ['MOONCAKE_CONFIG_PATH', tenantEnvName] },
   sglang: {
     flags: ['--hicache-storage-backend', '--hicache-storage-backend-extra-config'],
-    env: ['SGLANG_HICACHE_MOONCAKE_CONFIG_PATH'],
+    env: ['SGLANG_HICACHE_MOONCAKE_CONFIG_PATH', tenantEnvName],
   },
 };
 
 const vllmConnectorFlags = ['--kv-transfer-config', '--kv-events-config'];
-const vllmEnv = ['MOONCAKE_CONFIG_PATH', 'VLLM_MOONCAKE_BOOTSTRAP_PORT'];
+const vllmEnv = ['MOONCAKE_CONFIG_PATH', 'VLLM_MOONCAKE_BOOTSTRAP_PORT', tenantEnvName];
 const sglangConnectorFlags = [
   '--hicache-storage-backend',
   '--hicache-storage-backend-extra-config',
@@ -51,7 +55,7 @@ const sglangEnv = [
   'MOONCAKE_DEVICE',
   'MOONCAKE_GLOBAL_SEGMENT_SIZE',
   'MOONCAKE_LOCAL_HOSTNAME',
-  'MOONCAKE_TENANT_ID',
+  tenantEnvName,
 ];
 
 // Flags near the owned ones, so an abbreviation is refused only when the engine would expand it to ours.
@@ -149,29 +153,6 @@ function ownedEnvNames(engine: EngineFamily, scope: OwnedKeyOptions['scope'] = '
   return isVllmFamily(engine) ? vllmEnv : sglangEnv;
 }
 
-/** The long flag an argument names as the engine reads it: `--a_b.c=d` is `--a-b` on vLLM. */
-export function flagKey(engine: EngineFamily, arg: string): string | undefined {
-  if (!arg.startsWith('--') || arg === '--') return undefined;
-  const key = arg.split('=', 1)[0]!;
-  if (!isVllmFamily(engine)) return key;
-  // vLLM reads `--kv-transfer-config.kv_role=x` as a field of --kv-transfer-config and takes `_` for `-`.
-  const head = key.split('.', 1)[0]!;
-  return `--${head.slice(2).replaceAll('_', '-')}`;
-}
-
-/** Whether `args` set `flag` in any spelling the engine reads as it. */
-export function hasFlag(engine: EngineFamily, args: readonly string[], flag: string): boolean {
-  return args.some((arg) => flagKey(engine, arg) === flag);
-}
-
-/** The value `args` give `flag` (`--flag value` or `--flag=value`, in any spelling the engine reads), if any. */
-export function flagValue(engine: EngineFamily, args: readonly string[], flag: string): string | undefined {
-  const i = args.findIndex((arg) => flagKey(engine, arg) === flag);
-  if (i < 0) return undefined;
-  const arg = args[i]!;
-  return arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : args[i + 1];
-}
-
 /** The owned flag `key` resolves to: exactly, or as the only known flag it abbreviates. */
 function resolveOwned(engine: EngineFamily, key: string, owned: OwnedFlag[]): OwnedFlag | undefined {
   const exact = owned.find((o) => o.flag === key);
@@ -221,14 +202,16 @@ function envRefusal(
   name: string,
   scope: OwnedKeyOptions['scope'],
 ): string {
+  if (scope === 'pod' && name === tenantEnvName) {
+    return `${path}: env ${name} names the store tenant, which is the Binding's domain and which the injection writes (vLLM: tenant_id in the client config; SGLang: this variable), so another value could read another team's cache; remove it`;
+  }
   if (scope === 'pod') {
     return `${path}: env ${name} is written by the injection on ${engineDisplayNames[engine]}; remove it, or drop the kvcache.gpustack.ai/inject label to configure the cache yourself`;
   }
-  const why =
-    name === 'MOONCAKE_TENANT_ID'
-      ? "it selects the store tenant, which is the Binding's domain, so another value could read another team's cache"
-      : 'it carries the cache connection the operator renders from spec.kvCache';
-  return `${path}: env ${name} is owned by the operator on ${engineDisplayNames[engine]} (${why}); remove it, or take over the whole argv with roles[].command (the operator then renders no cache configuration for that role)`;
+  const owned = `${path}: env ${name} is owned by the operator on ${engineDisplayNames[engine]}`;
+  if (name === tenantEnvName)
+    return `${owned} (it selects the store tenant, which is the Binding's domain, so another value could read another team's cache); remove it: the operator writes the tenant from the Binding's spec.domain.name`;
+  return `${owned} (it carries the cache connection the operator renders from spec.kvCache); remove it, or take over the whole argv with roles[].command (the operator then renders no cache configuration for that role)`;
 }
 
 /** One message per owned key found in `args` or `env`, each naming key, engine, field and way out. */
@@ -245,7 +228,10 @@ export function findOwnedKeyRefusals(
     if (i < (opts.firstFlag ?? 0)) return;
     const key = flagKey(engine, arg);
     const hit = key === undefined ? undefined : resolveOwned(engine, key, owned);
-    if (hit) refusals.push(argRefusal(engine, `${opts.field}.${argsField}[${i}]`, arg, hit, opts.scope));
+    const path = `${opts.field}.${argsField}[${i}]`;
+    const policy = hit?.flag === '--kv-transfer-config' ? loadFailurePolicySetBy(engine, args, i) : undefined;
+    if (policy) refusals.push(policyArgRefusal(engine, path, arg, policy.value, opts.scope ?? 'role'));
+    else if (hit) refusals.push(argRefusal(engine, path, arg, hit, opts.scope));
   });
   const ownedEnv = new Set(ownedEnvNames(engine, opts.scope));
   env.forEach((entry, i) => {

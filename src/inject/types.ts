@@ -17,6 +17,18 @@ export interface CacheConnection {
   tenantInjected: boolean;
 }
 
+/**
+ * vLLM's kv_load_failure_policy: `recompute` computes what a failed or stalled load would have brought;
+ * `fail` (vLLM's own default) answers the request with an error. See docs/decisions/0028.
+ */
+export type LoadFailurePolicy = 'recompute' | 'fail';
+export const loadFailurePolicies: readonly LoadFailurePolicy[] = ['recompute', 'fail'];
+
+/** The policy `annotations` ask for: `fail` only when they say so, `recompute` otherwise. */
+export function loadFailurePolicyOf(annotations: Record<string, string> | undefined): LoadFailurePolicy {
+  return annotations?.[loadFailurePolicyAnnotation] === 'fail' ? 'fail' : 'recompute';
+}
+
 /** The JSON written to the `kvcache.gpustack.ai/injected` annotation. */
 export interface InjectionRecord {
   binding: string;
@@ -29,6 +41,8 @@ export interface InjectionRecord {
 }
 
 export const injectLabel = 'kvcache.gpustack.ai/inject';
+/** `fail` on a ModelDeployment or an opted-in Pod: a failed load from the store fails the request, on purpose. */
+export const loadFailurePolicyAnnotation = 'kvcache.gpustack.ai/kv-load-failure-policy';
 export const clientConfigAnnotation = 'kvcache.gpustack.ai/client-config';
 export const injectedAnnotation = 'kvcache.gpustack.ai/injected';
 

@@ -1,7 +1,7 @@
 // The two ways an engine learns where its cache is: a mounted client-config file (vLLM family) or
 // environment variables (SGLang). KV-cache spec §6.2.
 import type { EnvVar, Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
-import { hasFlag } from './owned-keys.ts';
+import { hasFlag } from './argv.ts';
 import {
   type CacheConnection,
   clientConfigAnnotation,
@@ -10,6 +10,7 @@ import {
   configVolumeName,
   type EngineFamily,
   type EngineRole,
+  type LoadFailurePolicy,
 } from './types.ts';
 
 /** What one vehicle adds to a container and its Pod. */
@@ -33,9 +34,17 @@ const kvRoles: Record<EngineRole | 'none', string> = {
 };
 
 /** The vLLM kv-transfer-config JSON for a store connector in `role`. */
-function kvTransferConfig(engine: EngineFamily, role: EngineRole | undefined): string {
+function kvTransferConfig(
+  engine: EngineFamily,
+  role: EngineRole | undefined,
+  loadFailurePolicy: LoadFailurePolicy,
+): string {
   const connector = engine === 'vllm-ascend' ? 'AscendStoreConnector' : 'MooncakeStoreConnector';
-  return JSON.stringify({ kv_connector: connector, kv_role: kvRoles[role ?? 'none'] });
+  return JSON.stringify({
+    kv_connector: connector,
+    kv_role: kvRoles[role ?? 'none'],
+    kv_load_failure_policy: loadFailurePolicy,
+  });
 }
 
 /** The client-config file's JSON, every key written in a fixed order. */
@@ -57,10 +66,11 @@ export function fileVehicle(
   engine: EngineFamily,
   role: EngineRole | undefined,
   connection: CacheConnection,
+  loadFailurePolicy: LoadFailurePolicy = 'recompute',
 ): VehiclePlan {
   return {
     vehicle: 'file',
-    flags: ['--kv-transfer-config', kvTransferConfig(engine, role)],
+    flags: ['--kv-transfer-config', kvTransferConfig(engine, role, loadFailurePolicy)],
     env: [{ name: 'MOONCAKE_CONFIG_PATH', value: `${configMountPath}/${configFileName}` }],
     volumes: [
       {
@@ -103,13 +113,23 @@ export function environmentVehicle(connection: CacheConnection, argv: readonly s
   };
 }
 
+/**
+ * The engine flags that give a KV cache of `dtype`. Engines have no float32 KV-cache dtype: their
+ * cache is float32 when the model runs in float32 (`auto`), so a float32 domain pins the model's too.
+ */
+export function kvDtypeFlags(dtype: string): string[] {
+  return dtype === 'float32'
+    ? ['--dtype', 'float32', '--kv-cache-dtype', 'auto']
+    : ['--kv-cache-dtype', dtype];
+}
+
 /** The flags that pin the cache's compatibility key: dtype (when the Setting owns it) and block size. */
 export function cacheShapeFlags(
   engine: EngineFamily,
   connection: CacheConnection,
   dtypeOwned: boolean,
 ): string[] {
-  const dtype = dtypeOwned ? ['--kv-cache-dtype', connection.domain.dtype] : [];
+  const dtype = dtypeOwned ? kvDtypeFlags(connection.domain.dtype) : [];
   const blockFlag = engine === 'sglang' ? '--page-size' : '--block-size';
   return [...dtype, blockFlag, String(connection.domain.blockSize)];
 }

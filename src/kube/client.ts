@@ -1,17 +1,18 @@
 // A thin JSON client for the Kubernetes API: server-side apply (objects and status) with explicit field
-// managers, get/list/delete, and typed errors. Configuration and authentication come from
-// @kubernetes/client-node's KubeConfig; requests go through undici so the operator controls content
+// managers, get/list/delete, and typed errors. Configuration and authentication come from kubeconfig.ts
+// (or @kubernetes/client-node's KubeConfig for what it leaves); requests go through undici so the operator controls content
 // types, subresources and streaming itself. A token kept in a file (the projected ServiceAccount token
 // in a Pod, a kubeconfig's `token-file`) is read again as it is rotated, never captured once.
 import { existsSync, readFileSync } from 'node:fs';
 import type https from 'node:https';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { ListMeta } from 'kubernetes-types/meta/v1.js';
 import { Agent, type Dispatcher, request } from 'undici';
 import { parse } from 'yaml';
 import { ApiError } from './errors.ts';
+import { type ClusterAccess, defaultAccess, readKubeconfig } from './kubeconfig.ts';
 import { apiWrites, restClientRequestDuration, restClientRequests } from './metrics.ts';
 import type { KubeObject } from './object.ts';
 import { type ObjectRef, ResourceResolver } from './resources.ts';
@@ -34,6 +35,17 @@ export interface RequestOptions {
   timeoutMs?: number;
 }
 
+/** How a client made by `with()` differs from the one it was made from. */
+export interface ClientView {
+  /** The User-Agent every request sends: the audit log names the replica that made a request by it. */
+  userAgent?: string;
+  /**
+   * Every write (any method but GET) takes the signal this returns as it starts (the leadership term's):
+   * refused before it is sent when aborted, cancelled in flight when it aborts. Reads never take it.
+   */
+  writeSignal?: () => AbortSignal;
+}
+
 export interface ApplyOptions {
   fieldManager: string;
   force?: boolean;
@@ -46,29 +58,72 @@ export class KubeClient {
   private readonly dispatcher: Dispatcher;
   private readonly headers: Record<string, string>;
   private readonly tokenFile: TokenFile | undefined;
+  private readonly writeSignal: (() => AbortSignal) | undefined;
+  private readonly connect: (() => Dispatcher) | undefined;
 
   private constructor(
     server: string,
     dispatcher: Dispatcher,
     headers: Record<string, string>,
     tokenFile: TokenFile | undefined,
+    resources?: ResourceResolver,
+    writeSignal?: () => AbortSignal,
+    connect?: () => Dispatcher,
   ) {
     this.server = server.replace(/\/$/, '');
+    this.connect = connect;
     this.dispatcher = dispatcher;
     this.headers = headers;
     this.tokenFile = tokenFile;
-    this.resources = new ResourceResolver((path) => this.request('GET', path));
+    this.resources = resources ?? new ResourceResolver((path) => this.request('GET', path));
+    this.writeSignal = writeSignal;
+  }
+
+  /** This client on the same connections, credentials and discovery, changed as `view` says; closing either closes both. */
+  with(view: ClientView): KubeClient {
+    const headers = { ...this.headers, ...(view.userAgent ? { 'user-agent': view.userAgent } : {}) };
+    const writeSignal = view.writeSignal ?? this.writeSignal;
+    return new KubeClient(
+      this.server,
+      this.dispatcher,
+      headers,
+      this.tokenFile,
+      this.resources,
+      writeSignal,
+      this.connect,
+    );
+  }
+
+  /**
+   * This client on connections of its own (same credentials and discovery), so its requests never wait
+   * behind the other's (admission behind a controller's pass); close it apart.
+   */
+  withOwnConnections(): KubeClient {
+    if (!this.connect) throw new Error('this client cannot open connections of its own');
+    return new KubeClient(
+      this.server,
+      this.connect(),
+      this.headers,
+      this.tokenFile,
+      this.resources,
+      this.writeSignal,
+      this.connect,
+    );
   }
 
   static async fromKubeconfigFile(path: string): Promise<KubeClient> {
-    const kc = new KubeConfig();
+    const access = readKubeconfig(path);
+    if (access) return KubeClient.fromAccess(access);
+    const kc = new (await import('@kubernetes/client-node')).KubeConfig();
     kc.loadFromFile(path);
     return KubeClient.fromKubeConfig(kc, kubeconfigTokenFile(path, kc.getCurrentUser()?.name));
   }
 
-  /** In-cluster service account when running in a Pod, else $KUBECONFIG / ~/.kube/config. */
+  /** $KUBECONFIG / ~/.kube/config, else the in-cluster service account when running in a Pod. */
   static async fromDefault(): Promise<KubeClient> {
-    const kc = new KubeConfig();
+    const access = defaultAccess();
+    if (access) return KubeClient.fromAccess(access);
+    const kc = new (await import('@kubernetes/client-node')).KubeConfig();
     kc.loadFromDefault();
     const user = kc.getCurrentUser()?.name;
     const file = process.env.KUBECONFIG?.split(delimiter)[0] || join(homedir(), '.kube', 'config');
@@ -90,17 +145,38 @@ export class KubeClient {
       if (typeof v !== 'string' || (path && k.toLowerCase() === 'authorization')) continue;
       headers[k] = v;
     }
-    const dispatcher = new Agent({
-      connect: {
-        ca: opts.ca as string | undefined,
-        cert: opts.cert as string | undefined,
-        key: opts.key as string | undefined,
-        rejectUnauthorized: !cluster.skipTLSVerify,
-      },
-      keepAliveTimeout: 30_000,
-      connections: 32,
-    });
-    return new KubeClient(cluster.server, dispatcher, headers, path ? new TokenFile(path) : undefined);
+    const connect = () =>
+      new Agent({
+        connect: {
+          ca: opts.ca as string | undefined,
+          cert: opts.cert as string | undefined,
+          key: opts.key as string | undefined,
+          rejectUnauthorized: !cluster.skipTLSVerify,
+        },
+        keepAliveTimeout: 30_000,
+        connections: 32,
+      });
+    const tokens = path ? new TokenFile(path) : undefined;
+    return new KubeClient(cluster.server, connect(), headers, tokens, undefined, undefined, connect);
+  }
+
+  /** A client for a server and credentials read without client-node (kubeconfig.ts). */
+  static fromAccess(access: ClusterAccess): KubeClient {
+    const connect = () =>
+      new Agent({
+        connect: {
+          ca: access.ca,
+          cert: access.cert,
+          key: access.key,
+          rejectUnauthorized: !access.skipTLSVerify,
+        },
+        keepAliveTimeout: 30_000,
+        connections: 32,
+      });
+    const headers: Record<string, string> =
+      access.token && !access.tokenFile ? { authorization: `Bearer ${access.token}` } : {};
+    const tokenFile = access.tokenFile ? new TokenFile(access.tokenFile) : undefined;
+    return new KubeClient(access.server, connect(), headers, tokenFile, undefined, undefined, connect);
   }
 
   /** Performs one request and returns the decoded JSON body; non-2xx statuses throw ApiError. */
@@ -132,6 +208,10 @@ export class KubeClient {
       body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
       headers['content-type'] = options.contentType ?? 'application/json';
     }
+    const term = method === 'GET' ? undefined : this.writeSignal?.();
+    term?.throwIfAborted();
+    const signal =
+      term && options.signal ? AbortSignal.any([term, options.signal]) : (term ?? options.signal);
     if (method !== 'GET') apiWrites.inc({ verb: method });
     const timeout = options.timeoutMs ?? 30_000;
     const started = performance.now();
@@ -143,7 +223,7 @@ export class KubeClient {
         headers,
         body,
         dispatcher: this.dispatcher,
-        signal: options.signal,
+        signal,
         headersTimeout: timeout || 0,
         bodyTimeout: timeout || 0,
       });
@@ -220,10 +300,21 @@ export class KubeClient {
   }
 
   /** Deletes; NotFound counts as done. Returns whether the object existed. */
-  async delete(ref: ObjectRef, options: { propagationPolicy?: 'Foreground' | 'Background' | 'Orphan' } = {}) {
+  async delete(
+    ref: ObjectRef,
+    options: {
+      propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
+      /** Deleted only while the object still has this uid and resourceVersion (else 409 Conflict). */
+      preconditions?: { uid?: string; resourceVersion?: string };
+    } = {},
+  ) {
+    const body = {
+      ...(options.propagationPolicy ? { propagationPolicy: options.propagationPolicy } : {}),
+      ...(options.preconditions ? { preconditions: options.preconditions } : {}),
+    };
     try {
       await this.request('DELETE', await this.resources.objectPath(ref), {
-        body: options.propagationPolicy ? { propagationPolicy: options.propagationPolicy } : undefined,
+        body: Object.keys(body).length ? body : undefined,
       });
       return true;
     } catch (err) {

@@ -1,20 +1,26 @@
 // The operator process's lifecycle: health and metrics, webhooks (served on every replica), informers,
 // and the controllers, which run only while this replica holds the operator Lease. Every write the
 // process makes is the leader's: the controllers, and the webhook certificates and configurations (see
-// webhook-serving.ts); a replica that does not lead only reads. Shutdown drains in-flight reconciles and
-// releases the Lease so a standby takes over at once.
+// webhook-serving.ts); a replica that does not lead only reads. Each term of leadership is a
+// LeadershipTerm whose signal every write takes: it ends the moment the Lease is lost (or its renew
+// deadline passes), cancelling writes in flight. Shutdown drains in-flight reconciles and releases the
+// Lease so a standby takes over at once.
 
 import type { KubeClient } from './client.ts';
 import type { Controller } from './controller.ts';
 import { HealthServer } from './health-server.ts';
 import type { RunnableInformer } from './informer.ts';
 import { LeaderElector } from './leader-election.ts';
+import { LeadershipTerm } from './leadership-term.ts';
 import { log } from './log.ts';
 import { leaderElectionStatus } from './metrics.ts';
 import { WebhookServing, type WebhookServingOptions } from './webhook-serving.ts';
 
 export interface ManagerOptions {
+  /** The client the election uses: its Lease writes are not the term's. */
   client: KubeClient;
+  /** The term the process's other writes take (see leadership-term.ts); begun and ended here. */
+  term?: LeadershipTerm;
   identity: string;
   leaderElection?: {
     namespace: string;
@@ -35,6 +41,7 @@ export class Manager {
   private readonly informers: RunnableInformer[] = [];
   private readonly controllers: Controller[] = [];
   private readonly health = new HealthServer();
+  readonly term: LeadershipTerm;
   private elector: LeaderElector | undefined;
   private shuttingDown = false;
   private leadership: Promise<void> | undefined;
@@ -45,6 +52,7 @@ export class Manager {
 
   constructor(options: ManagerOptions) {
     this.options = options;
+    this.term = options.term ?? new LeadershipTerm();
     this.webhooks = options.webhook && new WebhookServing(options.webhook);
   }
 
@@ -87,8 +95,10 @@ export class Manager {
     this.setLeaderStatus(0);
     if (o.healthPort !== undefined) this.healthPort = await this.health.start(o.healthPort);
     // Without an election this process is the only writer; with one, it writes once it leads.
-    if (this.webhooks) await this.webhooks.refresh(!o.leaderElection);
-    this.webhooks?.startTimer(() => this.isLeader || !o.leaderElection);
+    const mayWrite = () => this.isLeader || !o.leaderElection;
+    if (!o.leaderElection) this.term.begin();
+    if (this.webhooks) await this.webhooks.refresh(mayWrite);
+    this.webhooks?.startTimer(mayWrite);
     for (const informer of this.informers) informer.start();
     await Promise.all(this.informers.map((i) => i.waitForSync()));
     if (!o.leaderElection) {
@@ -102,14 +112,17 @@ export class Manager {
 
   private async lead(elector: LeaderElector): Promise<void> {
     if (!(await elector.acquire())) return;
+    this.term.begin(() => elector.standDown ?? Number.NEGATIVE_INFINITY);
     this.isLeader = true;
     this.setLeaderStatus(1);
     // The certificates first, so a fresh install serves admission before the controllers write.
     await this.webhooks
-      ?.refresh(true)
+      ?.refresh(() => this.isLeader)
       .catch((err) => log.warn({ err: String(err) }, 'could not settle the webhook certificate'));
     this.startControllers();
     const outcome = await elector.lead();
+    // At once, in the same turn as the election decided: a reconcile resumes no write after this.
+    this.term.end(`the operator Lease ${outcome === 'stopped' ? 'is being released' : `ended (${outcome})`}`);
     this.isLeader = false;
     this.setLeaderStatus(0);
     if (outcome !== 'stopped' && !this.shuttingDown) {
@@ -130,6 +143,7 @@ export class Manager {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
     await Promise.all(this.controllers.map((c) => c.stop()));
+    this.term.end('shutting down');
     await this.elector?.release();
     await this.leadership;
     this.setLeaderStatus(0);

@@ -135,7 +135,6 @@ export async function createSigningKeyPair(): Promise<{ publicKeyPem: string; pr
   };
 }
 
-/** When a PEM certificate stops being valid. */
 /** Whether the certificate is valid for every DNS name and IP address in `hosts`. */
 export function certificateCovers(certPem: string, hosts: string[]): boolean {
   const cert = new X509Certificate(certPem);
@@ -144,6 +143,20 @@ export function certificateCovers(certPem: string, hosts: string[]): boolean {
   );
 }
 
+/** When a PEM certificate stops being valid. */
 export function certificateNotAfter(certPem: string): Date {
   return new x509.X509Certificate(certPem).notAfter;
+}
+
+/** Whether a PEM bundle holds this very certificate (the same DER bytes); unreadable blocks hold none. */
+export function bundleCarries(bundlePem: string, certPem: string): boolean {
+  const wanted = new X509Certificate(certPem).raw;
+  const blocks = bundlePem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
+  return blocks.some((block) => {
+    try {
+      return new X509Certificate(block).raw.equals(wanted);
+    } catch {
+      return false;
+    }
+  });
 }

@@ -1,19 +1,21 @@
 // The webhook's own certificate authority and serving certificate, kept in a Secret so every replica
 // serves the same pair. Only the leader writes (ensure): it issues and rotates the certificates before
 // they expire (a new CA in two steps, see cert-rotation.ts) and patches the CA bundle into the webhook
-// configurations; every other replica only reads the Secret (load) and picks up a new pair without a
-// restart. With `external` (cert-manager) nobody here writes: the Secret is only read.
+// configurations, reading them back to learn when the apiserver holds a staged CA; every other replica
+// only reads the Secret (load) and picks up a new pair without a restart. With `external`
+// (cert-manager) nobody here writes: the Secret is only read.
 import type {
   MutatingWebhookConfiguration,
   ValidatingWebhookConfiguration,
 } from 'kubernetes-types/admissionregistration/v1.js';
 import type { Secret } from 'kubernetes-types/core/v1.js';
-import { planRotation } from './cert-rotation.ts';
+import { planRotation, stagedCaPublishedSince } from './cert-rotation.ts';
 import type { KubeClient } from './client.ts';
 import { ApiError } from './errors.ts';
 import { log } from './log.ts';
 import type { KubeObject } from './object.ts';
 import {
+  bundleCarries,
   certificateCovers,
   certificateNotAfter,
   createCertificateAuthority,
@@ -33,7 +35,7 @@ export interface WebhookCertOptions {
   servingValidDays?: number;
   /** Rotate a certificate when less than this fraction of its life remains. */
   rotateAtRemainingFraction?: number;
-  /** How long a new CA is in the published bundle before it signs the serving certificate. */
+  /** How long every CA bundle carries a new CA before it signs the serving certificate. */
   caPropagationMs?: number;
   /** The Secret and the CA bundles are written by someone else (cert-manager): only read the Secret. */
   external?: boolean;
@@ -44,11 +46,16 @@ interface Bundle {
   caKey: string;
   /** The previous CA, trusted until it expires so in-flight clients keep working during a CA rotation. */
   previousCaCert?: string;
-  /** A new CA already in the published bundle, not yet signing; `since` is when it was staged. */
-  stagedCa?: { certPem: string; keyPem: string; since: number };
+  /**
+   * A new CA in the bundle, not yet signing; `since` is when it was staged, `publishedSince` when every
+   * webhook configuration's CA bundle, as read back from the apiserver, was first seen to carry it.
+   */
+  stagedCa?: { certPem: string; keyPem: string; since: number; publishedSince?: number };
   tlsCert: string;
   tlsKey: string;
 }
+
+type Configuration = KubeObject<ValidatingWebhookConfiguration | MutatingWebhookConfiguration>;
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const unb64 = (s: string | undefined) => (s ? Buffer.from(s, 'base64').toString() : undefined);
@@ -95,17 +102,22 @@ export class WebhookCertificates {
   }
 
   /**
-   * The leader's step: reads the Secret, renews what is due (or missing, or not valid for every host)
-   * and writes it back, then patches the CA bundle into the webhook configurations. Returns true when
-   * the serving pair changed since the last call. With `external` it only reads.
+   * The leader's step: reads the Secret and the webhook configurations, notes when their CA bundles
+   * first all carry a staged CA, renews what is due (or missing, or not valid for every host) and
+   * writes it back, then patches the CA bundle into the configurations. Returns true when the serving
+   * pair changed since the last call. With `external` it only reads.
    */
   async ensure(now = Date.now()): Promise<boolean> {
     if (this.options.external) return this.load();
     const before = this.current?.tlsCert;
+    let configurations: Configuration[] = [];
     for (let attempt = 0; attempt < 5; attempt++) {
       const secret = await this.client.find<KubeObject<Secret>>(this.secretRef());
       let bundle = secret ? this.decode(secret) : undefined;
-      const renewed = await this.renewIfDue(bundle, now);
+      configurations = await this.readConfigurations();
+      const observed = bundle && this.observePublication(bundle, configurations, now);
+      const publicationChanged = observed?.stagedCa?.publishedSince !== bundle?.stagedCa?.publishedSince;
+      const renewed = (await this.renewIfDue(observed, now)) ?? (publicationChanged ? observed : undefined);
       if (renewed) {
         try {
           await this.write(secret, renewed);
@@ -120,7 +132,7 @@ export class WebhookCertificates {
       break;
     }
     if (!this.current) throw new Error('could not settle the webhook certificate Secret after 5 attempts');
-    await this.patchCaBundles();
+    await this.patchCaBundles(configurations);
     return before !== this.current.tlsCert;
   }
 
@@ -146,19 +158,21 @@ export class WebhookCertificates {
     const stagedCert = unb64(d['ca-staged.crt']);
     const stagedKey = unb64(d['ca-staged.key']);
     const stagedSince = Date.parse(unb64(d['ca-staged-since']) ?? '');
+    const publishedSince = Date.parse(unb64(d['ca-staged-published-since']) ?? '');
     return {
       caCert,
       caKey,
       tlsCert,
       tlsKey,
       previousCaCert: unb64(d['ca-previous.crt']),
-      // A staged CA with an unreadable time counts as just staged: it waits a full period again.
       ...(stagedCert && stagedKey
         ? {
             stagedCa: {
               certPem: stagedCert,
               keyPem: stagedKey,
               since: Number.isNaN(stagedSince) ? Date.now() : stagedSince,
+              // An unreadable time counts as never seen: the wait starts from the next look.
+              ...(Number.isNaN(publishedSince) ? {} : { publishedSince }),
             },
           }
         : {}),
@@ -171,7 +185,7 @@ export class WebhookCertificates {
       bundle && {
         caNotAfter: certificateNotAfter(bundle.caCert).getTime(),
         servingNotAfter: certificateNotAfter(bundle.tlsCert).getTime(),
-        ...(bundle.stagedCa ? { stagedCaSince: bundle.stagedCa.since } : {}),
+        ...(bundle.stagedCa ? { stagedCa: { publishedSince: bundle.stagedCa.publishedSince } } : {}),
       },
       now,
       o,
@@ -226,17 +240,18 @@ export class WebhookCertificates {
             'ca-staged.crt': b64(bundle.stagedCa.certPem),
             'ca-staged.key': b64(bundle.stagedCa.keyPem),
             'ca-staged-since': b64(new Date(bundle.stagedCa.since).toISOString()),
+            ...(bundle.stagedCa.publishedSince !== undefined
+              ? { 'ca-staged-published-since': b64(new Date(bundle.stagedCa.publishedSince).toISOString()) }
+              : {}),
           }
         : {}),
     };
+    // A full update: the labels, annotations and owners the chart set are sent back, or they are lost.
+    const { managedFields: _, ...kept } = existing?.metadata ?? {};
     const body: KubeObject<Secret> = {
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: {
-        name: this.options.secretName,
-        namespace: this.options.namespace,
-        ...(existing ? { resourceVersion: existing.metadata.resourceVersion } : {}),
-      },
+      metadata: { ...kept, name: this.options.secretName, namespace: this.options.namespace },
       // An existing Secret keeps its type (the chart creates it empty, as Opaque): the type is immutable.
       type: existing?.type ?? 'kubernetes.io/tls',
       data,
@@ -245,29 +260,47 @@ export class WebhookCertificates {
     else await this.client.create(body);
   }
 
-  private async patchCaBundles(): Promise<void> {
-    const caBundle = b64(this.caBundle!);
-    const targets = [
-      ...this.options.validatingConfigurations.map((name) => ({
-        kind: 'ValidatingWebhookConfiguration',
-        name,
-      })),
-      ...this.options.mutatingConfigurations.map((name) => ({ kind: 'MutatingWebhookConfiguration', name })),
+  /** The webhook configurations whose caBundle we own, as the apiserver holds them (absent ones left out). */
+  private async readConfigurations(): Promise<Configuration[]> {
+    const refs = [
+      ...this.options.validatingConfigurations.map((name) =>
+        this.configurationRef('ValidatingWebhookConfiguration', name),
+      ),
+      ...this.options.mutatingConfigurations.map((name) =>
+        this.configurationRef('MutatingWebhookConfiguration', name),
+      ),
     ];
-    for (const t of targets) {
-      const ref = { apiVersion: 'admissionregistration.k8s.io/v1', kind: t.kind, name: t.name };
-      const config =
-        await this.client.find<KubeObject<ValidatingWebhookConfiguration | MutatingWebhookConfiguration>>(
-          ref,
-        );
-      if (!config?.webhooks?.length) continue;
+    const found = await Promise.all(refs.map((ref) => this.client.find<Configuration>(ref)));
+    return found.filter((c): c is Configuration => c !== undefined);
+  }
+
+  private configurationRef(kind: string, name: string) {
+    return { apiVersion: 'admissionregistration.k8s.io/v1', kind, name };
+  }
+
+  /** The bundle with its staged CA's publication brought up to what the configurations carry now. */
+  private observePublication(bundle: Bundle, configurations: Configuration[], now: number): Bundle {
+    const staged = bundle.stagedCa;
+    if (!staged) return bundle;
+    const carried = configurations
+      .flatMap((c) => c.webhooks ?? [])
+      .every((w) => bundleCarries(unb64(w.clientConfig.caBundle) ?? '', staged.certPem));
+    const { publishedSince: _, ...rest } = staged;
+    const since = stagedCaPublishedSince(staged.publishedSince, carried, now);
+    return { ...bundle, stagedCa: { ...rest, ...(since !== undefined ? { publishedSince: since } : {}) } };
+  }
+
+  private async patchCaBundles(configurations: Configuration[]): Promise<void> {
+    const caBundle = b64(this.caBundle!);
+    for (const config of configurations) {
+      if (!config.webhooks?.length) continue;
       const ops = config.webhooks.flatMap((w, i) =>
         w.clientConfig.caBundle === caBundle
           ? []
           : [{ op: 'add' as const, path: `/webhooks/${i}/clientConfig/caBundle`, value: caBundle }],
       );
       if (ops.length === 0) continue;
-      await this.client.jsonPatch(ref, [
+      await this.client.jsonPatch(this.configurationRef(config.kind!, config.metadata.name!), [
         { op: 'test', path: '/metadata/resourceVersion', value: config.metadata.resourceVersion },
         ...ops,
       ]);

@@ -56,9 +56,14 @@ export function groupDisk(group: MemberGroup): NonNullable<MemberGroup['localDis
   return group.localDisks?.[0];
 }
 
-/** Whether any group declares a disk tier (the leader then offloads on evict). */
+/** Whether any group declares a disk tier (the leader then offloads to it). */
 export function anyDiskTier(backend: KVCacheBackend): boolean {
   return managedConnection(backend).members.some((g) => groupDisk(g) !== undefined);
+}
+
+/** Whether the tier takes every object as its write completes (the master's offload_on_evict off). */
+export function tierWritesThrough(backend: KVCacheBackend): boolean {
+  return managedConnection(backend).members.some((g) => groupDisk(g)?.offload === 'WriteThrough');
 }
 
 /** The group's protocol: its own override, else the backend's, else Auto. */

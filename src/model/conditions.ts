@@ -1,26 +1,28 @@
 // Condition bookkeeping shared by every controller: a pass decides type/status/reason/message; the
 // timestamps and observedGeneration are filled here, lastTransitionTime moving only on a status flip.
+import type { ConditionTable, RelayedReason } from '../api/condition-table.ts';
 import type { Condition } from '../api/schema.ts';
 import { apiTime } from '../kube/time.ts';
 
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
 
-export interface DecidedCondition {
-  type: string;
+export interface DecidedCondition<T extends string = string, R extends string = string> {
+  type: T;
   status: ConditionStatus;
-  reason: string;
+  reason: R;
   message: string;
 }
 
 const maxMessage = 32768;
 
-export function decided(
-  type: string,
-  status: ConditionStatus,
-  reason: string,
-  message: string,
-): DecidedCondition {
-  return { type, status, reason, message };
+/** The conditions of one kind's table, decided: a type or reason the table lacks fails the typecheck. */
+export function deciderOf<Table extends ConditionTable>(_table: Table) {
+  return <T extends keyof Table & string, R extends Table[T][number] | RelayedReason>(
+    type: T,
+    status: ConditionStatus,
+    reason: R,
+    message: string,
+  ): DecidedCondition<T, R> => ({ type, status, reason, message });
 }
 
 export function mergeConditions(

@@ -2,6 +2,8 @@
 // `gpustack/runner:<backend><runtimeVersion>-<engine><version>`, e.g. `gpustack/runner:cuda12.9-vllm0.29.0`.
 // The backend comes from the InstanceType's manufacturer, the runtime version from the lowest
 // `acceleratable.feature.gpustack.ai/<manufacturer>.runtime-version` label on the InstanceType's nodes.
+// An InstanceType without an accelerator runs the CPU runner, `gpustack/runner:cpu-<engine><version>`
+// (docs/decisions/0030-cpu-runner-images.md).
 // Where no tag can be formed, the error names the image fields. Pure.
 import type { ModelDeploymentRole } from '../api/model-deployment.ts';
 import type { InstanceType, ModelDeployment } from '../api/types.ts';
@@ -81,10 +83,12 @@ export function engineImage(
     throw new Error(
       `role ${role.name} has no image and spec.engine.version is unset; set spec.engine.version (for example 0.29.0) or an image`,
     );
+  const engine = md.spec.engine.name === 'SGLang' ? 'sglang' : 'vllm';
+  if (!type.spec.acceleratable) return `${runnerRepository}:cpu-${engine}${version}`;
   const maker = type.spec.manufacturer?.toLowerCase();
-  if (!type.spec.acceleratable || !maker)
+  if (!maker)
     throw new Error(
-      `role ${role.name}: InstanceType ${type.metadata.name} has no accelerator, and ${runnerRepository} images are built per accelerator runtime, so no image tag can be formed; ${setImage}`,
+      `role ${role.name}: InstanceType ${type.metadata.name} is acceleratable but names no spec.manufacturer, so no ${runnerRepository} tag can be formed; set its manufacturer, or ${setImage}`,
     );
   const backend = backends[maker];
   if (!backend)
@@ -95,15 +99,14 @@ export function engineImage(
     throw new Error(
       `role ${role.name}: no node of InstanceType ${type.metadata.name} (label ${acceleratorGroupLabel(type.spec.acceleratorGroup ?? '<group>')}=true) reports ${runtimeVersionLabel(maker)}, so no ${runnerRepository} tag can be formed; label the nodes, or ${setImage}`,
     );
-  const engine = md.spec.engine.name === 'SGLang' ? 'sglang' : 'vllm';
   return `${runnerRepository}:${backend}${runtimeVersion}-${engine}${version}`;
 }
 
 /** Whether admission can already tell that no runner tag will ever exist for this role's InstanceType. */
 export function runnerImageRefusal(type: InstanceType): string | undefined {
+  if (!type.spec.acceleratable) return undefined;
   const maker = type.spec.manufacturer?.toLowerCase();
-  if (!type.spec.acceleratable || !maker)
-    return `InstanceType ${type.metadata.name} has no accelerator, and ${runnerRepository} images are built per accelerator runtime`;
+  if (!maker) return `InstanceType ${type.metadata.name} is acceleratable but names no spec.manufacturer`;
   if (!backends[maker])
     return `${runnerRepository} publishes no image for manufacturer ${maker} (InstanceType ${type.metadata.name})`;
   return undefined;

@@ -114,10 +114,14 @@ export function seedConfigMapName(backend: string): string {
 }
 export const policyKey = 'tenant-quota-policy.yaml';
 
-/** The leader's ports: RPC (engines and members), admin (metrics and the ledger), probe (kubelet). */
+/**
+ * The leader's ports: RPC (engines and members), admin (metrics, segments and the ledger, which
+ * writes: the operator alone), probe (kubelet), metrics (the master's /metrics alone, for scrapers).
+ */
 export const leaderRpcPort = 50051;
 export const leaderAdminPort = 9003;
 export const leaderProbePort = 9004;
+export const leaderMetricsPort = 9005;
 
 /** The name of the per-backend member ServiceAccount, Role and RoleBinding. */
 export function memberAccountName(backend: BackendRef): string {

@@ -34,6 +34,17 @@ export class StoreRequestFailed extends Error {
   }
 }
 
+/** How a client's requests are made beyond their timeout. */
+export interface AdminRequestOptions {
+  /** The User-Agent every request sends, naming the replica that makes it. */
+  userAgent?: string;
+  /**
+   * Every write (any method but GET) takes the signal this returns as it starts (the leadership term's):
+   * refused before it is sent when aborted, cancelled in flight when it aborts. Reads never take it.
+   */
+  writeSignal?: () => AbortSignal;
+}
+
 export interface StoreResponse {
   status: number;
   body: string;
@@ -42,21 +53,33 @@ export interface StoreResponse {
 export class StoreAdminClient {
   readonly address: string;
   private readonly timeoutMs: number;
+  private readonly options: AdminRequestOptions;
 
-  constructor(address: string, timeoutMs = adminTimeoutMs) {
+  constructor(address: string, timeoutMs = adminTimeoutMs, options: AdminRequestOptions = {}) {
     this.address = address;
     this.timeoutMs = timeoutMs;
+    this.options = options;
   }
 
-  async call(method: 'GET' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<StoreResponse> {
+  async call(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    body?: unknown,
+  ): Promise<StoreResponse> {
+    const term = method === 'GET' ? undefined : this.options.writeSignal?.();
+    term?.throwIfAborted();
+    const timeout = AbortSignal.timeout(this.timeoutMs);
     try {
       const res = await request(`http://${this.address}${path}`, {
         method,
         body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        headers: {
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(this.options.userAgent ? { 'user-agent': this.options.userAgent } : {}),
+        },
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: term ? AbortSignal.any([term, timeout]) : timeout,
       });
       const length = Number(res.headers['content-length'] ?? 0);
       if (length > maxBodyBytes) {
@@ -78,6 +101,7 @@ export class StoreAdminClient {
       text += decoder.decode();
       return { status: res.statusCode, body: text };
     } catch (err) {
+      if (term?.aborted) throw term.reason;
       throw new StoreUnreachable(this.address, err);
     }
   }

@@ -4,7 +4,9 @@ import { formatQuantity } from '../api/readable-quantity.ts';
 import { failure, StoreAdminClient, StoreUnreachable } from './admin-client.ts';
 import { type Families, gaugeBytes, parsePrometheusText } from './prometheus.ts';
 
-export type Reading<T> = { ok: true; value: T } | { ok: false; reason: string; message: string };
+export type Reading<T, R extends string = string> =
+  | { ok: true; value: T }
+  | { ok: false; reason: R; message: string };
 
 export interface Health {
   serviceReady: boolean;
@@ -30,13 +32,13 @@ export interface StoreObservation {
   at: number;
   health: Reading<Health>;
   metrics?: Reading<Families>;
-  segments?: Reading<SegmentListing>;
+  segments?: Reading<SegmentListing, 'ListingFailed' | 'ListingTooLarge'>;
 }
 
 export const segmentListingCap = 5000;
 export const segmentIdentifierCap = 512 * 1024;
 
-function failed<T>(reason: string, err: unknown): Reading<T> {
+function failed<T, R extends string>(reason: R, err: unknown): Reading<T, R> {
   return { ok: false, reason, message: err instanceof Error ? err.message : String(err) };
 }
 
@@ -103,7 +105,7 @@ export async function observeStore(address: string, timeoutMs?: number): Promise
   } catch (err) {
     metrics = failed('ScrapeFailed', err);
   }
-  let segments: Reading<SegmentListing>;
+  let segments: StoreObservation['segments'];
   try {
     const res = await client.call('GET', '/get_segments_detail');
     if (res.status === 404) segments = { ok: true, value: { served: false } };

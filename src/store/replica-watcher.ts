@@ -1,31 +1,36 @@
 // Reads what each deployment's ready replicas report about the cache, on its own schedule, and wakes
-// the deployment's pass when the verdict those reports give changes. A pass reads the latest reading
-// and never waits on a replica (one that hangs would otherwise hold every pass of its deployment).
+// the deployment's pass when the verdict those reports give changes. It keeps each replica's previous
+// reading, so the verdict follows what the counters did since (replica-trend.ts). A pass reads the
+// latest reading and never waits on a replica (one that hangs would otherwise hold every pass of its
+// deployment).
 import { log } from '../kube/log.ts';
 import type { CacheReports } from './replica-reports.ts';
 import { readReplicaReports } from './replica-reports.ts';
+import { advanceTrend, emptyTrend, type ReplicaReading, readingOf, type Trend } from './replica-trend.ts';
 
-type Read = (endpoints: string[]) => Promise<CacheReports | undefined>;
+type Read = (endpoints: string[]) => Promise<Map<string, CacheReports>>;
 
 interface Followed {
   endpoints: string[];
   wake: () => void;
-  latest?: CacheReports;
-  /** What CacheAttached is decided from: reported at all, any success, any failure. */
+  trend: Trend;
+  /** What CacheAttached is decided from: none, quiet, active or failing. */
   verdict?: string;
   timer?: NodeJS.Timeout;
 }
 
-const verdictOf = (r: CacheReports | undefined) => (r ? `${r.successes > 0}:${r.failures > 0}` : 'none');
+const verdictOf = (r: ReplicaReading | undefined) => r?.recent ?? 'none';
 
 export class ReplicaReportWatcher {
   private readonly followed = new Map<string, Followed>();
   private readonly pollMs: number;
   private readonly read: Read;
+  private readonly now: () => Date;
 
-  constructor(pollMs = 5000, read: Read = readReplicaReports) {
+  constructor(pollMs = 5000, read: Read = readReplicaReports, now: () => Date = () => new Date()) {
     this.pollMs = pollMs;
     this.read = read;
+    this.now = now;
   }
 
   /** Keeps reading `endpoints` for `key` (nothing when empty); `wake` runs when the verdict changes. */
@@ -41,7 +46,8 @@ export class ReplicaReportWatcher {
       return;
     }
     if (f) clearTimeout(f.timer);
-    const next: Followed = { ...f, endpoints: sorted, wake };
+    // A replica that left takes its previous reading with it; one that stays keeps it.
+    const next: Followed = { ...f, trend: f?.trend ?? emptyTrend(), endpoints: sorted, wake };
     this.followed.set(key, next);
     this.schedule(key, next, 0);
   }
@@ -52,8 +58,9 @@ export class ReplicaReportWatcher {
   }
 
   /** The latest reading for `key`: undefined when none was read or no replica reported. */
-  latest(key: string): CacheReports | undefined {
-    return this.followed.get(key)?.latest;
+  latest(key: string): ReplicaReading | undefined {
+    const f = this.followed.get(key);
+    return f && readingOf(f.trend);
   }
 
   stop(): void {
@@ -64,10 +71,10 @@ export class ReplicaReportWatcher {
   private schedule(key: string, f: Followed, delay: number): void {
     f.timer = setTimeout(async () => {
       try {
-        const reading = await this.read(f.endpoints);
+        const read = await this.read(f.endpoints);
         if (this.followed.get(key) !== f) return;
-        f.latest = reading;
-        const verdict = verdictOf(reading);
+        f.trend = advanceTrend(f.trend, read, f.endpoints, this.now());
+        const verdict = verdictOf(readingOf(f.trend));
         const changed = verdict !== f.verdict;
         f.verdict = verdict;
         if (changed) f.wake();

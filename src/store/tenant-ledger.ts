@@ -1,6 +1,14 @@
 // The master's tenant-quota ledger through its admin API (/api/v1/tenant_quotas): list, set a
-// tenant's requested bytes, delete a tenant. Failures are classified the way pool conditions name them.
-import { failure, StoreAdminClient, StoreRequestFailed, StoreUnreachable } from './admin-client.ts';
+// tenant's requested bytes, delete a tenant; and remove one tenant's objects (/api/v1/remove_all).
+// Failures are classified the way pool conditions name them.
+import {
+  type AdminRequestOptions,
+  adminTimeoutMs,
+  failure,
+  StoreAdminClient,
+  StoreRequestFailed,
+  StoreUnreachable,
+} from './admin-client.ts';
 
 export interface LedgerEntry {
   tenant: string;
@@ -98,8 +106,8 @@ function entryOf(w: WireEntry): LedgerEntry {
 export class TenantLedger {
   private readonly client: StoreAdminClient;
 
-  constructor(adminAddress: string) {
-    this.client = new StoreAdminClient(adminAddress);
+  constructor(adminAddress: string, options: AdminRequestOptions = {}) {
+    this.client = new StoreAdminClient(adminAddress, adminTimeoutMs, options);
   }
 
   private async call(method: 'GET' | 'PUT' | 'DELETE', tenant?: string, body?: unknown): Promise<unknown> {
@@ -128,5 +136,27 @@ export class TenantLedger {
   /** Deletes a tenant; an absent tenant counts as deleted. */
   async delete(tenant: string): Promise<void> {
     await this.call('DELETE', tenant);
+  }
+
+  /**
+   * Removes one tenant's objects and returns how many the master removed. Never forced: objects read
+   * within their lease, or still being written, are skipped. The master reads a missing or empty
+   * tenant_id as every tenant, and does not decode it, so only a plain, non-empty name is sent.
+   */
+  async purge(tenant: string): Promise<number> {
+    if (!tenant || encodeURIComponent(tenant) !== tenant)
+      throw new LedgerError({
+        kind: 'LedgerUnreachable',
+        message: `refusing to remove the objects of tenant "${tenant}": not a plain tenant name`,
+      });
+    const path = `/api/v1/remove_all?tenant_id=${tenant}`;
+    try {
+      const res = await this.client.call('POST', path);
+      if (res.status !== 200) throw failure(`POST ${path}`, res);
+      const removed = (JSON.parse(res.body) as { removed_count?: number }).removed_count;
+      return typeof removed === 'number' ? removed : 0;
+    } catch (err) {
+      throw new LedgerError(classifyLedgerError(err));
+    }
   }
 }

@@ -1,7 +1,9 @@
 // KVCacheBackend admission rules the CRD schema and its CEL rules cannot express (spec §3.1). Pure: the
 // webhook handler passes the object, the old object on update, and the Settings it needs.
 
+import { storeImageExample } from '../api/setting.ts';
 import type { KVCacheBackend } from '../api/types.ts';
+import { canonicalJson } from '../kube/canonical-json.ts';
 import { nameList } from '../model/conditions.ts';
 import { leaderName, memberDaemonSetName, seedConfigMapName } from '../model/store-objects.ts';
 import { leaderArgsRefusals, leaderEnvRefusals } from './backend-rules-args.ts';
@@ -23,6 +25,8 @@ export function validateBackend(
   ctx: BackendAdmissionContext,
 ): AdmissionFindings {
   const findings: AdmissionFindings = { errors: [], warnings: [] };
+  // A metadata-only edit (the finalizer's removal) is never refused, whatever the stored spec holds.
+  if (old && canonicalJson(old.spec) === canonicalJson(obj.spec)) return findings;
   const { errors } = findings;
   const managed = obj.spec.connection?.managed;
   errors.push(...imageRefusals(obj, old, ctx, managed !== undefined));
@@ -67,7 +71,7 @@ function imageRefusals(
   const imageMoved = old === undefined || (old.spec.image ?? '') !== image;
   if (!managed || !imageMoved || ctx.settingImage !== '') return [];
   return [
-    'spec.image: no image is set and the Setting kv-cache-backend-image is empty, so the store has no image to run; set spec.image (for example registry.example.com/mooncake:0.3.13), or set the kv-cache-backend-image Setting',
+    `spec.image: no image is set and the Setting kv-cache-backend-image is empty, so the store has no image to run; set spec.image to a kvpool-store image (for example ${storeImageExample}), or set the kv-cache-backend-image Setting`,
   ];
 }
 

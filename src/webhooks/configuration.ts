@@ -1,6 +1,7 @@
 // The admission webhook configurations this operator registers (pure): which requests reach which
 // path, and how the apiserver reaches the server (a Service in a cluster, a URL on the local cluster).
 import type {
+  MatchCondition,
   MutatingWebhookConfiguration,
   RuleWithOperations,
   ValidatingWebhookConfiguration,
@@ -24,6 +25,10 @@ export interface HookSpec {
   failurePolicy: 'Fail' | 'Ignore';
   objectSelector?: LabelSelector;
   namespaceSelector?: LabelSelector;
+  /** CEL the apiserver evaluates first: the hook is called only for requests matching all of them. */
+  matchConditions?: MatchCondition[];
+  /** `None` unless the hook writes (then only outside a dry run). */
+  sideEffects?: 'None' | 'NoneOnDryRun';
 }
 
 export const validatingConfigurationName = 'kvpool-validation';
@@ -51,12 +56,13 @@ export function renderWebhookConfiguration(
       clientConfig: clientConfig(reach, h.path, caBundle),
       rules: h.rules.map((r) => ({ ...r, scope: '*' })),
       failurePolicy: h.failurePolicy,
-      sideEffects: 'None',
+      sideEffects: h.sideEffects ?? 'None',
       admissionReviewVersions: ['v1'],
       timeoutSeconds: 10,
       matchPolicy: 'Equivalent',
       ...(h.objectSelector ? { objectSelector: h.objectSelector } : {}),
       ...(h.namespaceSelector ? { namespaceSelector: h.namespaceSelector } : {}),
+      ...(h.matchConditions ? { matchConditions: h.matchConditions } : {}),
       ...(kind === 'MutatingWebhookConfiguration' ? { reinvocationPolicy: 'IfNeeded' } : {}),
     })),
   };

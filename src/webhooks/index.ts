@@ -20,6 +20,7 @@ import {
   podInjectionAdmission,
   podInjectionHook,
 } from './modeldeployment.ts';
+import { podTenantAdmission, podTenantHook } from './pod-tenant.ts';
 import { bindingAdmission, bindingHook, poolAdmission, poolHook } from './pool-binding.ts';
 
 export interface Hooks {
@@ -29,7 +30,7 @@ export interface Hooks {
 
 /** Every hook the operator serves, as the webhook configurations route to them. */
 export const webhookHooks: Hooks = {
-  validating: [backendHook, poolHook, bindingHook, modelDeploymentHook, podFreezeHook],
+  validating: [backendHook, poolHook, bindingHook, modelDeploymentHook, podFreezeHook, podTenantHook],
   mutating: [podInjectionHook],
 };
 
@@ -41,6 +42,7 @@ export function registerWebhookHandlers(server: WebhookServer, ctx: OperatorCont
   server.handle(modelDeploymentHook.path, modelDeploymentAdmission(ctx, informers));
   server.handle(podInjectionHook.path, podInjectionAdmission(ctx, informers));
   server.handle(podFreezeHook.path, podFreezeAdmission);
+  server.handle(podTenantHook.path, podTenantAdmission(ctx, informers));
   return webhookHooks;
 }
 

@@ -1,20 +1,32 @@
 // ModelDeployment admission rules the schema cannot judge (ModelDeployment spec §1.2, KV-cache spec
 // §3.4). Pure: the handler passes the InstanceTypes and the protocols of the pool a new Binding uses.
 import type { InstanceType, ModelDeployment } from '../api/types.ts';
-import { findOwnedKeyRefusals, flagValue } from '../inject/owned-keys.ts';
-import type { EngineFamily } from '../inject/types.ts';
+import { flagValue } from '../inject/argv.ts';
+import { findOwnedKeyRefusals } from '../inject/owned-keys.ts';
+import { type EngineFamily, loadFailurePolicyAnnotation } from '../inject/types.ts';
 import { canonicalJson } from '../kube/canonical-json.ts';
+import { baselineRefusals } from '../model/engine-baseline.ts';
 import { engineFamily, isTakeOver } from '../model/engine-roles.ts';
 import { runnerImageRefusal } from '../model/runner-image.ts';
 import type { AdmissionFindings } from './findings.ts';
+import { policyAnnotationRefusal, takeOverPolicyFindings } from './load-failure-policy-rules.ts';
 import { ascendMismatch } from './pod-injection-target.ts';
+import { type BoundTenant, takeOverTenantRefusals } from './tenant-rules.ts';
 
 export interface ModelDeploymentAdmissionContext {
   dtypeOwned: boolean;
   instanceTypes: Map<string, InstanceType>;
   /** Effective store protocols of the pool the deployment's Binding resolves to (on create). */
   poolProtocols?: string[];
+  /** The block size and dtype of the domain of the Binding the deployment names, when it exists. */
+  domainBlockSize?: number;
+  domainDtype?: string;
+  /** The Binding the deployment names and its domain (the store tenant), when it exists. */
+  tenant?: BoundTenant;
 }
+
+/** vLLM's CPU attention cuts the KV cache in blocks of a multiple of this many tokens. */
+const cpuBlockMultiple = 32;
 
 const reservedEnv = ['GPUSTACK_REPLICA_LEADER_ADDRESS', 'GPUSTACK_REPLICA_SIZE', 'GPUSTACK_MEMBER_INDEX'];
 
@@ -29,10 +41,18 @@ export function validateModelDeployment(
   ctx: ModelDeploymentAdmissionContext,
 ): AdmissionFindings {
   const findings: AdmissionFindings = { errors: [], warnings: [] };
-  // A metadata-only edit (the finalizer's removal) is never refused, whatever the stored spec holds.
-  if (old && canonicalJson(old.spec) === canonicalJson(md.spec)) return findings;
+  // A metadata-only edit (the finalizer's removal) is never refused, whatever the stored spec holds;
+  // the one annotation the operator renders from is judged whenever it changes.
+  if (old && canonicalJson(old.spec) === canonicalJson(md.spec) && policyOf(old) === policyOf(md))
+    return findings;
   for (let i = 0; i < md.spec.roles.length; i++) checkRole(md, i, ctx, findings);
   const firstType = ctx.instanceTypes.get(md.spec.roles[0]?.instanceType ?? '');
+  const policyRefusal = policyAnnotationRefusal(
+    md.metadata.annotations,
+    familyOf(md, firstType),
+    'the operator',
+  );
+  if (policyRefusal) findings.errors.push(policyRefusal);
   const protocol = ctx.poolProtocols?.length === 1 ? ctx.poolProtocols[0]! : undefined;
   const ascend =
     !old && md.spec.kvCache && protocol ? ascendMismatch(familyOf(md, firstType), protocol) : undefined;
@@ -44,6 +64,8 @@ export function validateModelDeployment(
   }
   return findings;
 }
+
+const policyOf = (md: ModelDeployment) => md.metadata.annotations?.[loadFailurePolicyAnnotation];
 
 function checkRole(
   md: ModelDeployment,
@@ -74,13 +96,31 @@ function checkRole(
     f.errors.push(
       `${field}.image: ${untaggable}, so no default image can be formed; set ${field}.image or spec.engine.image`,
     );
+  f.errors.push(...baselineRefusals(role, field));
   (role.env ?? []).forEach((e, j) => {
     if (reservedEnv.includes(e.name))
       f.errors.push(`${field}.env[${j}]: ${e.name} is reserved for the operator; remove it`);
   });
-  if (isTakeOver(role)) return;
-  const args = role.extraArgs ?? [];
   const engine = familyOf(md, type);
+  const blockSize = ctx.domainBlockSize;
+  // Only the CPU runner is known to be vLLM's CPU build; a named image is the user's to know.
+  const cpuRunner = type && !type.spec.acceleratable && !role.image && !md.spec.engine.image;
+  if (cpuRunner && engine === 'vllm' && md.spec.kvCache && blockSize !== undefined) {
+    if (blockSize % cpuBlockMultiple !== 0)
+      f.errors.push(
+        `${field}.instanceType: InstanceType ${type.metadata.name} has no accelerator, so the role runs the CPU runner, and vLLM's CPU attention needs a block size that is a multiple of ${cpuBlockMultiple}, but KVCachePoolBinding ${md.spec.kvCache.poolRef.name}'s domain cuts blocks of ${blockSize} tokens (the engine would exit at start-up); reference a Binding whose spec.domain.blockSize is a multiple of ${cpuBlockMultiple} (for example 64), or use an InstanceType with an accelerator`,
+      );
+  }
+  if (isTakeOver(role)) {
+    const ref = md.spec.kvCache?.poolRef.name;
+    const kvCache = ref ? { binding: ref, ...(ctx.tenant ? { tenant: ctx.tenant } : {}) } : undefined;
+    f.errors.push(...takeOverTenantRefusals(role, field, kvCache));
+    const policy = takeOverPolicyFindings(engine, role.command!, field, md.metadata.annotations);
+    f.errors.push(...policy.errors);
+    f.warnings.push(...policy.warnings);
+    return;
+  }
+  const args = role.extraArgs ?? [];
   f.errors.push(
     ...findOwnedKeyRefusals(engine, args, role.env ?? [], {
       kvCache: Boolean(md.spec.kvCache),
@@ -88,6 +128,18 @@ function checkRole(
       field,
     }),
   );
+  const modelDtype = flagValue(engine, args, '--dtype');
+  if (
+    md.spec.kvCache &&
+    ctx.dtypeOwned &&
+    ctx.domainDtype === 'float32' &&
+    modelDtype &&
+    modelDtype !== 'float32'
+  ) {
+    f.errors.push(
+      `${field}.extraArgs: --dtype ${modelDtype} would make the engine's KV cache ${modelDtype}, but KVCachePoolBinding ${md.spec.kvCache.poolRef.name}'s domain is float32, which the operator renders as --dtype float32 --kv-cache-dtype auto; remove --dtype, or reference a Binding whose spec.domain.dtype is the one you want`,
+    );
+  }
   const served = flagValue(engine, args, '--served-model-name');
   if (served !== undefined && served !== md.spec.model.name) {
     f.errors.push(

@@ -6,12 +6,14 @@ import { injectLabel } from '../inject/types.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';
 import { effectiveProtocol, storeProtocol } from '../model/backend-spec.ts';
+import { domainOf } from '../model/domains.ts';
 import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';
 import { judgeConfirmingRefusals, resolveBinding } from './lookup.ts';
-import { validateModelDeployment } from './modeldeployment-rules.ts';
+import { type ModelDeploymentAdmissionContext, validateModelDeployment } from './modeldeployment-rules.ts';
 import {
   type AdmittedPod,
+  bindingNameRefusal,
   frozenKeyRefusal,
   planPodInjection,
   podAnnotations,
@@ -49,17 +51,25 @@ export const podFreezeHook: HookSpec = {
   objectSelector: optedIn,
 };
 
-async function poolProtocols(
+/** What admission needs of the Binding a deployment names: its domain's block size, its pool's transports. */
+async function cacheTarget(
   ctx: OperatorContext,
   i: DeploymentInformers,
   md: ModelDeployment,
   namespace: string,
   fresh: boolean,
-): Promise<string[] | undefined> {
+): Promise<
+  Pick<ModelDeploymentAdmissionContext, 'poolProtocols' | 'domainBlockSize' | 'domainDtype' | 'tenant'>
+> {
   const ref = md.spec.kvCache?.poolRef.name;
-  const { backend } = ref ? await resolveBinding(ctx, i, ref, namespace, fresh) : {};
+  const { binding, backend } = ref ? await resolveBinding(ctx, i, ref, namespace, fresh) : {};
   const groups = backend?.spec.connection.managed?.members;
-  return groups && [...new Set(groups.map((g) => storeProtocol(effectiveProtocol(backend!, g))))];
+  return {
+    poolProtocols: groups && [...new Set(groups.map((g) => storeProtocol(effectiveProtocol(backend!, g))))],
+    domainBlockSize: binding?.spec.domain?.blockSize,
+    domainDtype: binding?.spec.domain?.dtype,
+    ...(ref && binding ? { tenant: { binding: ref, domain: domainOf(binding) } } : {}),
+  };
 }
 
 export function modelDeploymentAdmission(
@@ -74,7 +84,7 @@ export function modelDeploymentAdmission(
         validateModelDeployment(md, req.operation === 'UPDATE' ? req.oldObject : undefined, {
           dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
           instanceTypes: new Map(i.instanceTypes.list().map((t) => [t.metadata.name!, t])),
-          poolProtocols: await poolProtocols(ctx, i, md, ns, fresh),
+          ...(await cacheTarget(ctx, i, md, ns, fresh)),
         }),
       (f) => f.errors.length > 0,
     );
@@ -93,7 +103,8 @@ export function podInjectionAdmission(
     const name = pod.metadata.annotations?.[podAnnotations.binding];
     const verdict = await judgeConfirmingRefusals(
       async (fresh) => {
-        const chain = name && !name.includes('/') ? await resolveBinding(ctx, i, name, ns, fresh) : {};
+        // A value that is no object name is refused by the plan; it is never looked up.
+        const chain = name && !bindingNameRefusal(name) ? await resolveBinding(ctx, i, name, ns, fresh) : {};
         return planPodInjection(
           { ...pod, metadata: { ...pod.metadata, namespace: ns } },
           { ...chain, dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned') },

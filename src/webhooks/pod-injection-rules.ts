@@ -14,12 +14,15 @@ import {
   configVolumeName,
   injectedAnnotation,
   injectLabel,
+  loadFailurePolicyOf,
 } from '../inject/types.ts';
 import type { JsonPatchOp } from '../kube/webhook-server.ts';
+import { policyAnnotationRefusal } from './load-failure-policy-rules.ts';
 import { stripInjection } from './pod-injection-strip.ts';
 import {
   type AdmittedPod,
   ascendMismatch,
+  bindingNameRefusal,
   connect,
   contractPrefix,
   engineOf,
@@ -34,6 +37,7 @@ import {
 export {
   type AdmittedPod,
   ascendMismatch,
+  bindingNameRefusal,
   type PodInjectionContext,
   type PodVerdict,
   podAnnotations,
@@ -49,10 +53,8 @@ function attachPod(pod: AdmittedPod, ctx: PodInjectionContext, injected?: number
     return no(
       `metadata.annotations[${podAnnotations.binding}] is required: name a KVCachePoolBinding in this namespace`,
     );
-  if (binding.includes('/'))
-    return no(
-      `metadata.annotations[${podAnnotations.binding}]: "${binding}" must be a Binding name in the Pod's own namespace, without a namespace part`,
-    );
+  const nameRefusal = bindingNameRefusal(binding);
+  if (nameRefusal) return no(nameRefusal);
   const { engine, refusal: engineRefusal } = engineOf(a);
   if (!engine) return no(engineRefusal!);
   const role = a[podAnnotations.role];
@@ -61,6 +63,8 @@ function attachPod(pod: AdmittedPod, ctx: PodInjectionContext, injected?: number
       `metadata.annotations[${podAnnotations.role}]: "${role}" is not a role; use Prefill or Decode, or omit it for a plain server`,
     );
   }
+  const policyRefusal = policyAnnotationRefusal(a, engine, 'the injection');
+  if (policyRefusal) return no(policyRefusal);
   const { index, refusal: containerRefusal } =
     injected === undefined ? pickContainer(pod, a) : { index: injected, refusal: undefined };
   if (index === undefined) return no(containerRefusal!);
@@ -102,6 +106,7 @@ function attachPod(pod: AdmittedPod, ctx: PodInjectionContext, injected?: number
     annotations: a,
     connection,
     dtypeOwned: ctx.dtypeOwned,
+    loadFailurePolicy: loadFailurePolicyOf(a),
     placement: 'args',
     launch: { program: launch.program, argsForwarded: forwarded },
   });

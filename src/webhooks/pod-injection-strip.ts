@@ -10,6 +10,8 @@ import {
   type EngineRole,
   injectedAnnotation,
   isVllmFamily,
+  type LoadFailurePolicy,
+  loadFailurePolicyOf,
 } from '../inject/types.ts';
 import { cacheShapeFlags, environmentVehicle, fileVehicle, type VehiclePlan } from '../inject/vehicles.ts';
 import {
@@ -41,9 +43,14 @@ function candidateRuns(engine: EngineFamily, plan: VehiclePlan, shape: string[])
   return runs;
 }
 
-function vehiclePlan(engine: EngineFamily, role: EngineRole | undefined, c: CacheConnection): VehiclePlan {
+function vehiclePlan(
+  engine: EngineFamily,
+  role: EngineRole | undefined,
+  c: CacheConnection,
+  policy: LoadFailurePolicy,
+): VehiclePlan {
   // The environment vehicle's flags depend on the argv; its env, volumes and mounts do not.
-  return isVllmFamily(engine) ? fileVehicle(engine, role, c) : environmentVehicle(c, []);
+  return isVllmFamily(engine) ? fileVehicle(engine, role, c, policy) : environmentVehicle(c, []);
 }
 
 /**
@@ -74,7 +81,7 @@ export function stripInjection(pod: AdmittedPod, ctx: PodInjectionContext): Stri
     return { ok: false, why: 'the Pod no longer names the engine or Binding it was injected for' };
   const { connection, refusal } = connect(ctx, pod.metadata.namespace ?? 'default', binding);
   if (!connection) return { ok: false, why: refusal! };
-  const plan = vehiclePlan(engine, role, connection);
+  const plan = vehiclePlan(engine, role, connection, loadFailurePolicyOf(a));
   const runs = candidateRuns(engine, plan, cacheShapeFlags(engine, connection, ctx.dtypeOwned));
   const found = (c: { args?: string[] }) => {
     for (const run of runs) {

@@ -1,9 +1,12 @@
 // What an opted-in Pod names (KV-cache spec §6.1): its engine, its engine container, and the cache
 // its Binding resolves to, or why it cannot be attached. Pure: the handler passes the objects it found.
 import type { Pod } from 'kubernetes-types/core/v1.js';
+import { conditionOf } from '../api/conditions.ts';
+import { PoolReason } from '../api/kvcache-pool-conditions.ts';
+import { dns1123Subdomain } from '../api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
 import { argsForwardedAnnotation } from '../inject/launch.ts';
-import type { CacheConnection, EngineFamily } from '../inject/types.ts';
+import { type CacheConnection, type EngineFamily, loadFailurePolicyAnnotation } from '../inject/types.ts';
 import type { JsonPatchOp } from '../kube/webhook-server.ts';
 import { effectiveProtocol, storeProtocol } from '../model/backend-spec.ts';
 import { domainOf } from '../model/domains.ts';
@@ -17,7 +20,22 @@ export const podAnnotations = {
   role: `${prefix}role`,
   container: `${prefix}container`,
 } as const;
-export const userKeys = new Set<string>([...Object.values(podAnnotations), argsForwardedAnnotation]);
+export const userKeys = new Set<string>([
+  ...Object.values(podAnnotations),
+  argsForwardedAnnotation,
+  loadFailurePolicyAnnotation,
+]);
+
+const objectName = new RegExp(dns1123Subdomain);
+
+/** Why the binding annotation's value cannot name a Binding in the Pod's namespace, or undefined. */
+export function bindingNameRefusal(name: string): string | undefined {
+  const at = `metadata.annotations[${podAnnotations.binding}]`;
+  if (name.includes('/'))
+    return `${at}: "${name}" must be a Binding name in the Pod's own namespace, without a namespace part`;
+  if (name.length <= 253 && objectName.test(name)) return undefined;
+  return `${at}: "${name}" is not an object name: a KVCachePoolBinding's name is a DNS-1123 subdomain (at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit); write the name of a KVCachePoolBinding in the Pod's namespace, as kubectl get kvcachepoolbinding shows it`;
+}
 
 /** A Pod as admission is asked about it: its metadata and spec are always there. */
 export type AdmittedPod = Pod & Required<Pick<Pod, 'metadata' | 'spec'>>;
@@ -97,11 +115,11 @@ export function connect(
   if (!ctx.pool)
     return { refusal: `KVCachePool ${b.spec.poolRef.name} of Binding ${ns}/${name} does not exist` };
   if (!ctx.backend) return { refusal: `the backend of pool ${ctx.pool.metadata.name} does not exist` };
-  const ledger = ctx.pool.status?.conditions?.find((c) => c.type === 'QuotaLedgerAvailable');
+  const ledger = conditionOf(ctx.pool, 'QuotaLedgerAvailable');
   if (
     !ledger ||
     ledger.status === 'Unknown' ||
-    (ledger.status === 'False' && ledger.reason !== 'MultiTenancyDisabled')
+    (ledger.status === 'False' && ledger.reason !== PoolReason.MultiTenancyDisabled)
   ) {
     const why = ledger ? `${ledger.reason}: ${ledger.message}` : 'not reported yet';
     return {

@@ -1,8 +1,11 @@
 // Admission rules for KVCachePool and KVCachePoolBinding that need other objects (KV-cache spec §3.2,
 // §3.3). Pure: the handler passes what the caches hold.
 
+import type { ReasonOf } from '../api/condition-table.ts';
+import { PoolReason, type poolConditions } from '../api/kvcache-pool-conditions.ts';
 import { formatQuantity } from '../api/readable-quantity.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
+import type { ClaimVerdict } from '../model/domain-claims.ts';
 import { domainOf } from '../model/domains.ts';
 import { parseQuantityBytes } from '../model/quantity.ts';
 import type { AdmissionFindings } from './findings.ts';
@@ -30,10 +33,10 @@ export function validatePoolCreate(
 export interface BindingContext {
   pool?: KVCachePool;
   backend?: KVCacheBackend;
-  /** Every other Binding whose pool is served by the same backend. */
-  siblings: KVCachePoolBinding[];
+  /** Domains other Bindings on the same backend hold (from the cache; the claim decides uniqueness). */
+  otherDomains: string[];
   /** The pool's last observed QuotaLedgerAvailable reason, if any. */
-  ledgerReason?: string;
+  ledgerReason?: ReasonOf<typeof poolConditions, 'QuotaLedgerAvailable'>;
   dtypeOwned: boolean;
 }
 
@@ -71,17 +74,11 @@ export function validateBinding(
 function domainRefusals(b: KVCachePoolBinding, ctx: BindingContext, warnings: string[]): string[] {
   const domain = domainOf(b);
   const backend = ctx.backend!.metadata.name!;
-  const holder = ctx.siblings.find((s) => domainOf(s) === domain);
-  if (holder) {
-    return [
-      `spec.domain.name: domain "${domain}" is already registered on backend ${backend} by KVCachePoolBinding ${holder.metadata.namespace}/${holder.metadata.name} (an omitted name is "default"); give this Binding a unique domain.name`,
-    ];
-  }
-  const others = [...new Set(ctx.siblings.map(domainOf))];
+  const others = ctx.otherDomains.filter((d) => d !== domain);
   if (others.length === 0) return [];
   const ledgerOff =
     ctx.backend!.spec.connection.managed?.leader.multiTenancy === false ||
-    ctx.ledgerReason === 'MultiTenancyDisabled';
+    ctx.ledgerReason === PoolReason.MultiTenancyDisabled;
   if (ledgerOff) {
     return [
       `spec.domain.name: backend ${backend} holds no tenant ledger, so it serves exactly one reuse domain (${others.join(', ')}); use that domain, or a backend with leader.multiTenancy: true`,
@@ -91,4 +88,32 @@ function domainRefusals(b: KVCachePoolBinding, ctx: BindingContext, warnings: st
     `domain "${domain}" is a second reuse domain on backend ${backend}: engines must pass the injected tenant (vLLM reads tenant_id from the client config, SGLang MOONCAKE_TENANT_ID); older engines write to "default" and are refused`,
   );
   return [];
+}
+
+/** Why a created Binding may not have its domain, from its claim's verdict; undefined when it may. */
+export function claimRefusal(
+  b: KVCachePoolBinding,
+  backend: string,
+  verdict: ClaimVerdict,
+  graceMs: number,
+): string | undefined {
+  const domain = domainOf(b);
+  const field = `spec.domain.name: domain "${domain}"`;
+  switch (verdict.kind) {
+    case 'ours':
+    case 'takeOver':
+      return undefined;
+    case 'held': {
+      // Another namespace's Binding is not named: its namespace and name are not this tenant's to read.
+      const by =
+        verdict.holder.namespace === b.metadata.namespace
+          ? `on backend ${backend} by KVCachePoolBinding ${verdict.holder.namespace}/${verdict.holder.name}`
+          : `on this store (backend ${backend}) by another namespace`;
+      return `${field} is already claimed ${by} (an omitted name is "default"); choose another spec.domain.name`;
+    }
+    case 'pending':
+      return `${field} is already claimed on this store (backend ${backend}) by a Binding being created at the same time, not yet stored; if that create failed, the claim lapses ${Math.ceil(graceMs / 1000)} s after it was made (in at most ${Math.ceil(verdict.lapsesInMs / 1000)} s): retry then, or choose another spec.domain.name`;
+    case 'foreign':
+      return `${field} cannot be claimed on backend ${backend}: a Lease that kvpool did not make holds the name of its claim in the operator's namespace; remove that Lease, or choose another spec.domain.name`;
+  }
 }

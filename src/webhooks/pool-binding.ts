@@ -1,15 +1,17 @@
 // Admission of KVCachePool and KVCachePoolBinding, reading pools and backends from the operator's
-// caches (see lookup.ts); a created Binding's siblings are read from the apiserver itself.
+// caches (see lookup.ts); a created Binding's domain is claimed on the apiserver (domain-claims.ts).
+import { conditionOf } from '../api/conditions.ts';
 import type { KVCachePool, KVCachePoolBinding } from '../api/types.ts';
-import type { PoolInformers } from '../context/informers.ts';
+import { claimDomainOnCreate } from '../context/domain-claims.ts';
+import { byBackend, byPool, type PoolInformers } from '../context/informers.ts';
 import type { OperatorContext } from '../context/operator-context.ts';
 import { type AdmissionHandler, allow } from '../kube/webhook-server.ts';
-import { workerApiVersion } from '../model/identity.ts';
+import { defaultClaimGraceMs } from '../model/domain-claims.ts';
+import { domainOf } from '../model/domains.ts';
 import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';
-import { FreshRead } from './fresh-read.ts';
 import { findBackend, findPool, judgeConfirmingRefusals } from './lookup.ts';
-import { validateBinding, validatePoolCreate } from './pool-binding-rules.ts';
+import { claimRefusal, validateBinding, validatePoolCreate } from './pool-binding-rules.ts';
 
 const rule = (resource: string) => [
   {
@@ -30,31 +32,26 @@ export const bindingHook: HookSpec = {
   path: '/validate-kvcachepoolbinding',
   rules: rule('kvcachepoolbindings'),
   failurePolicy: 'Fail',
+  // A create claims its domain (a Lease); a dry run only reads.
+  sideEffects: 'NoneOnDryRun',
 };
 
 /**
- * Every pool and Binding, read from the apiserver: a domain's uniqueness is judged on create, and the
- * cache may not yet hold a Binding created a moment before. Creates arriving together share a read.
+ * Domains other Bindings on a backend hold, from the cache (a few suffice for the rules that need
+ * them): uniqueness itself is the claim's, which the apiserver decides.
  */
-function liveBindings(ctx: OperatorContext) {
-  return new FreshRead(() =>
-    Promise.all([
-      ctx.client.list<KVCachePool>({ apiVersion: workerApiVersion, kind: 'KVCachePool' }),
-      ctx.client.list<KVCachePoolBinding>({ apiVersion: workerApiVersion, kind: 'KVCachePoolBinding' }),
-    ]),
-  );
-}
-
-/** Every Binding on a backend's pools, from a live read. */
-async function bindingsOnBackend(
-  live: ReturnType<typeof liveBindings>,
-  backend: string,
-): Promise<KVCachePoolBinding[]> {
-  const [pools, bindings] = await live.get();
-  const onBackend = new Set(
-    pools.items.filter((p) => p.spec.backends.includes(backend)).map((p) => p.metadata.name),
-  );
-  return bindings.items.filter((x) => onBackend.has(x.spec.poolRef.name));
+function otherDomains(i: PoolInformers, backend: string, b: KVCachePoolBinding): string[] {
+  const own = domainOf(b);
+  const found = new Set<string>();
+  for (const p of i.pools.byIndex(byBackend, backend)) {
+    for (const x of i.bindings.byIndex(byPool, p.metadata.name!)) {
+      if (x.metadata.uid === b.metadata.uid || x.metadata.deletionTimestamp) continue;
+      const d = domainOf(x);
+      if (d !== own) found.add(d);
+      if (found.size >= 3) return [...found];
+    }
+  }
+  return [...found];
 }
 
 export function poolAdmission(ctx: OperatorContext, i: PoolInformers): AdmissionHandler<KVCachePool> {
@@ -69,32 +66,42 @@ export function bindingAdmission(
   ctx: OperatorContext,
   i: PoolInformers,
 ): AdmissionHandler<KVCachePoolBinding> {
-  const live = liveBindings(ctx);
+  const graceMs = ctx.domainClaimGraceMs ?? defaultClaimGraceMs;
   return async (req) => {
     const b = req.object!;
     const old = req.operation === 'UPDATE' ? req.oldObject : undefined;
-    // Already read live: a refusal judged again reuses the list instead of reading it twice.
-    const read = new Map<string, Promise<KVCachePoolBinding[]>>();
-    const siblingsOf = (backend: string) => {
-      if (old) return [];
-      if (!read.has(backend)) read.set(backend, bindingsOnBackend(live, backend));
-      return read.get(backend)!;
-    };
+    let backendName: string | undefined;
     const findings = await judgeConfirmingRefusals(
       async (fresh) => {
         const pool = await findPool(ctx, i, b.spec.poolRef.name, fresh);
-        const backendName = pool?.spec.backends[0];
+        backendName = pool?.spec.backends[0];
         const backend = backendName ? await findBackend(ctx, i, backendName, fresh) : undefined;
+        if (!backend) backendName = undefined;
         return validateBinding(b, old, {
           pool,
           backend,
-          siblings: backend ? await siblingsOf(backendName!) : [],
-          ledgerReason: pool?.status?.conditions?.find((c) => c.type === 'QuotaLedgerAvailable')?.reason,
+          otherDomains: backend && !old ? otherDomains(i, backendName!, b) : [],
+          ledgerReason: conditionOf(pool, 'QuotaLedgerAvailable')?.reason,
           dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
         });
       },
       (f) => f.errors.length > 0,
     );
+    // The domain is taken last, once nothing else refuses: spec.domain and the pool's backend are
+    // immutable, so only a create claims.
+    if (!old && backendName && findings.errors.length === 0) {
+      const verdict = await claimDomainOnCreate({
+        client: ctx.admissionClient ?? ctx.client,
+        namespace: ctx.namespace,
+        backend: backendName,
+        domain: domainOf(b),
+        holder: { namespace: b.metadata.namespace!, name: b.metadata.name!, uid: b.metadata.uid! },
+        graceMs,
+        dryRun: req.dryRun === true,
+      });
+      const refusal = claimRefusal(b, backendName, verdict, graceMs);
+      if (refusal) findings.errors.push(refusal);
+    }
     return verdictOf(findings);
   };
 }

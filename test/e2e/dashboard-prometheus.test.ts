@@ -68,7 +68,7 @@ describe('the Grafana dashboard on a real Prometheus', () => {
       { job: 'kvpool-operator', targets: operators.map((p) => `${p.status!.podIP}:${port(p, 'health')}`) },
       {
         job: 'kvpool-store',
-        targets: [`${leader.status!.podIP}:${port(leader, 'admin')}`],
+        targets: [`${leader.status!.podIP}:${port(leader, 'metrics')}`],
         labels: { backend: 'mooncake-dram' },
       },
     ]);

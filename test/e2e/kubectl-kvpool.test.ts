@@ -193,7 +193,7 @@ describe('kubectl kvpool on the local cluster', () => {
     assert.equal(top.code, 0, top.stderr);
     assert.match(
       top.stdout,
-      /KVCacheBackend mooncake-dram \(read from Pod gpustack-system\/mooncake-dram-leader-\S+:9003 through the API server\)/,
+      /KVCacheBackend mooncake-dram \(read from Pod gpustack-system\/mooncake-dram-leader-\S+:9005 through the API server\)/,
     );
     assert.match(top.stdout, /default\s+team-a\/team-a\s+\S+\s+6\.4Gi\s+8Gi\s+no/);
     assert.match(top.stdout, /qwen-fp8-v1\s+team-a\/qwen-fp8\s+\S+\s+3\.2Gi\s+4Gi\s+no/);
@@ -413,8 +413,7 @@ spec:
             await e.kubectl(['-n', 'team-b', 'delete', 'kvcpb', 'race-third']);
             return undefined;
           },
-          (err: Error) =>
-            /domain "raced" is already registered/.test(String(err.message)) ? true : undefined,
+          (err: Error) => (/domain "raced" is already claimed/.test(String(err.message)) ? true : undefined),
         ),
       { what: 'a third claim refused once the rule is back', timeoutMs: 30_000 },
     );

@@ -75,27 +75,32 @@ describe('the local cluster on real nodes (npm start)', () => {
       { what: `${name} to run`, timeoutMs: 120_000 },
     );
 
-  before(async () => {
-    cli = spawn(process.execPath, [join(projectRoot, 'local/cli.ts'), '--root', root], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    cli.stdout?.on('data', (d) => {
-      output += d;
-    });
-    cli.stderr?.on('data', (d) => {
-      output += d;
-    });
-    await waitFor(
-      async () => {
-        if (cli.exitCode !== null)
-          throw new WaitAborted(`the local cluster exited (${cli.exitCode}):\n${output}`);
-        return output.includes('kvpool ready') ? true : undefined;
-      },
-      { what: 'kvpool ready', timeoutMs: 300_000 },
-    );
-    client = await KubeClient.fromKubeconfigFile(kubeconfig);
-    slot = slotOfAddress(new URL(client.server).hostname);
-  });
+  // `npm start` runs real engines: the first start after an image change imports the engine image
+  // (6 GB unpacked) into the nodes' prepared store, minutes on a busy machine; later starts reuse it.
+  before(
+    async () => {
+      cli = spawn(process.execPath, [join(projectRoot, 'local/cli.ts'), '--root', root], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      cli.stdout?.on('data', (d) => {
+        output += d;
+      });
+      cli.stderr?.on('data', (d) => {
+        output += d;
+      });
+      await waitFor(
+        async () => {
+          if (cli.exitCode !== null)
+            throw new WaitAborted(`the local cluster exited (${cli.exitCode}):\n${output}`);
+          return output.includes('kvpool ready') ? true : undefined;
+        },
+        { what: 'kvpool ready', timeoutMs: 1_500_000 },
+      );
+      client = await KubeClient.fromKubeconfigFile(kubeconfig);
+      slot = slotOfAddress(new URL(client.server).hostname);
+    },
+    { timeout: 1_800_000 },
+  );
 
   after(async () => {
     await client?.close();

@@ -256,19 +256,33 @@ create(
   'spec.connection.managed.members[0].capacityPerMember',
   'at least one 16Mi bucket',
 );
-for (const [title, path, says] of [
+for (const [title, path, ...says] of [
   ['relative tier path', 'var/lib/kvcache', 'absolute directory'],
   ['tier path /', '/', 'absolute directory other than /'],
   ['tier path with ..', '/var/../etc', 'must not contain a .. component'],
   ['tier path under /dev/infiniband', '/dev/infiniband/cache', '/dev/infiniband'],
   ['tier path containing /dev/infiniband', '/dev', '/dev/infiniband'],
   ['tier path with trailing whitespace', '/var/lib/kvcache ', 'whitespace'],
+  ['tier path with //', '/data//kvcache', 'write it as /data/kvcache'],
+  ['tier path with a . component', '/data/./kvcache', 'write it as /data/kvcache'],
+  ['tier path ending in /', '/data/kvcache/', 'write it as /data/kvcache'],
+  ['tier path ending in /.', '/data/kvcache/.', 'write it as /data/kvcache'],
+  ['tier path /etc', '/etc', 'inside /etc', 'for example /var/lib/kvcache'],
+  ['tier path /var/lib', '/var/lib', 'system directory'],
+  ['tier path /home', '/home', 'system directory'],
+  ['tier path /tmp', '/tmp', 'system directory'],
+  ['tier path /var/lib/', '/var/lib/', 'write it as /var/lib', 'system directory (/var/lib)'],
+  ['tier path /lib64', '/lib64', 'inside /lib64'],
+  ['tier path inside /usr', '/usr/local/kvcache', 'inside /usr'],
+  ['tier path inside /proc', '/proc/kvcache', 'inside /proc'],
+  ['tier path inside the kubelet', '/var/lib/kubelet/kvcache', 'inside /var/lib/kubelet'],
+  ['tier path inside /lib*', '/libx32/kvcache', 'inside /libx32'],
 ] as const) {
   create(
     title,
     named((n) => managed(n, [group({ localDisks: [{ path }] })]), 'tierpath'),
     'spec.connection.managed.members[0].localDisks[0].path',
-    says,
+    ...says,
   );
 }
 create(
@@ -399,6 +413,14 @@ create(
 );
 
 // KVCachePoolBinding.
+create(
+  'binding poolRef that is no object name',
+  named((n) => binding(n, { poolRef: { name: 'Shared_DRAM' } }), 'prefname'),
+  'spec.poolRef.name',
+  'spec.poolRef.name must be the name of a KVCachePool',
+  'DNS-1123 subdomain',
+  'for example shared-dram',
+);
 update(
   'binding poolRef changed',
   named((n) => binding(n), 'pref'),
@@ -552,6 +574,37 @@ update(
   'new name',
 );
 
+create(
+  'a privileged engine',
+  named((n) => deployment(n, { roles: [{ name: 'server', instanceType: 't', privileged: true }] }), 'priv'),
+  'spec.roles[0].privileged',
+  "may not ask for what Pod Security 'baseline' forbids",
+  'kvcache.gpustack.ai/inject=true',
+);
+create(
+  'a hostPath volume',
+  named(
+    (n) =>
+      deployment(n, {
+        roles: [
+          {
+            name: 'server',
+            instanceType: 't',
+            additionalVolumes: [
+              { name: 'scratch', emptyDir: {} },
+              { name: 'node', hostPath: { path: '/var/lib' }, mountPath: '/host' },
+            ],
+          },
+        ],
+      }),
+    'hostpath',
+  ),
+  'spec.roles[0].additionalVolumes',
+  'hostPath',
+  "may not ask for what Pod Security 'baseline' forbids",
+  'persistentVolumeClaim',
+);
+
 // InstanceType.
 create(
   'acceleratable without a group',
@@ -618,7 +671,20 @@ describe('schema refusals through the real apiserver', () => {
         'ok',
       ),
     );
+    for (const path of ['/data/kvcache', '/opt/kvcache', '/tmp/kvcache', '/var/lib/kubelet2', '/library/kv'])
+      await client.create(named((n) => managed(n, [group({ localDisks: [{ path }] })]), 'okpath'));
     await client.create(named((n) => external(n, endpoints('[::1]:50051', '10.0.0.5:9003')), 'okext'));
+    await client.create(named((n) => binding(n, { poolRef: { name: 'shared.dram-2' } }), 'okpref'));
+    const volumes = [{ name: 'weights', persistentVolumeClaim: { claimName: 'w' }, mountPath: '/models' }];
+    await client.create(
+      named(
+        (n) =>
+          deployment(n, {
+            roles: [{ name: 'server', instanceType: 't', privileged: false, additionalVolumes: volumes }],
+          }),
+        'okrole',
+      ),
+    );
     const base = named((n) => managed(n), 'okedit');
     await client.create(base);
     const stored = await client.get<Obj>({

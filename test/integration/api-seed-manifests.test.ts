@@ -68,7 +68,13 @@ describe('the walkthrough manifests', () => {
     });
     assert.equal(disk.spec.connection.managed?.leader.replicas, 1);
     assert.deepEqual(disk.spec.connection.managed?.members[0]?.localDisks, [
-      { path: '/var/lib/kvcache', capacity: '100Gi', cleanAfterDelete: false },
+      {
+        path: '/var/lib/kvcache',
+        capacity: '100Gi',
+        cleanAfterDelete: false,
+        offload: 'OnEviction',
+        foreignContent: 'Refuse',
+      },
     ]);
   });
 

@@ -1,11 +1,12 @@
 // The chart against the real apiserver: what it renders is accepted (--dry-run=server), the operator's
-// Pod passes the `restricted` Pod Security level, and the operator's account can do exactly what the
+// Pod passes the `restricted` Pod Security level, a Step 1 store passes the release namespace's default
+// level (`baseline`), and the operator's account can do exactly what the
 // committed expectation lists (kubectl auth can-i --list), which reaches no Secret but its own.
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { helmTemplate, installNamespace, installYamlPath } from '../../scripts/manifests.ts';
+import { helmTemplate, installFilePaths, installNamespace } from '../../scripts/manifests.ts';
 import { KubeClient, type KubeObject } from '../../src/kube/client.ts';
 import { ApiError } from '../../src/kube/errors.ts';
 import { ensureNamespace, kubectl, testClient, testKubeconfig, uniqueName } from '../support/cluster.ts';
@@ -52,9 +53,10 @@ describe('the chart on the real apiserver', () => {
     await admin.close();
   });
 
-  it('accepts everything the chart renders, and deploy/install.yaml (--dry-run=server)', async () => {
+  it('accepts everything the chart renders, and the non-Helm install files (--dry-run=server)', async () => {
     const chart = helmTemplate(['--namespace', installNamespace, '--include-crds']);
-    for (const manifest of [chart, readFileSync(installYamlPath, 'utf8')]) {
+    const files = installFilePaths.map((path) => readFileSync(path, 'utf8')).join('');
+    for (const manifest of [chart, files]) {
       const out = await kubectl(
         ['apply', '--server-side', '--dry-run=server', '--field-manager=kvpool-test', '-f', '-'],
         manifest,
@@ -91,6 +93,42 @@ describe('the chart on the real apiserver', () => {
     await assert.rejects(
       admin.create(bare as KubeObject, { dryRun: true }),
       /violates PodSecurity "restricted/,
+    );
+  });
+
+  it('runs a DRAM store over TCP (Step 1) under the release namespace’s default level, baseline, and refuses a disk tier there', async () => {
+    const release = chartObjects().find((o) => o.kind === 'Namespace')!;
+    const level = release.metadata.labels?.['pod-security.kubernetes.io/enforce'];
+    assert.equal(level, 'baseline', 'the release namespace’s default Pod Security level');
+    const ns = uniqueName('store-pod-security');
+    await admin.apply(
+      {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: ns, labels: { 'pod-security.kubernetes.io/enforce': level } },
+      } as KubeObject,
+      { fieldManager: 'kvpool-test' },
+    );
+    type Workload = KubeObject & { spec: { template: { metadata: KubeObject['metadata']; spec: unknown } } };
+    const rendered = (name: string) =>
+      JSON.parse(readFileSync(new URL(`../unit/golden/backend/${name}.json`, import.meta.url), 'utf8')) as {
+        leaderDeployment: Workload;
+        memberDaemonSets: Workload[];
+      };
+    const podOf = (w: Workload) =>
+      ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: w.metadata.name, namespace: ns, labels: w.spec.template.metadata.labels },
+        spec: w.spec.template.spec,
+      }) as KubeObject;
+    const step1 = rendered('step-1-dram');
+    for (const w of [step1.leaderDeployment, ...step1.memberDaemonSets])
+      await admin.create(podOf(w), { dryRun: true });
+    const [tier] = rendered('step-5-disk-tier').memberDaemonSets;
+    await assert.rejects(
+      admin.create(podOf(tier!), { dryRun: true }),
+      /violates PodSecurity "baseline:latest": hostPath volumes/,
     );
   });
 

@@ -1,7 +1,8 @@
 // `helm install`, `helm upgrade` and `helm uninstall` of the chart with Helm 3 and Helm 4 against a real
 // apiserver (no nodes: what runs in the Pods is the end-to-end suite's). Install takes over CRDs applied
-// before and labels the namespace; an upgrade keeps the CA bundle the operator set; uninstall leaves no
-// webhook configuration behind and keeps the CRDs, their objects and the namespace.
+// before and labels the namespace (baseline, for a new one); an upgrade keeps the CA bundle the operator
+// set and the namespace's Pod Security level; uninstall leaves no webhook configuration or operator
+// policy behind and keeps the CRDs, their objects and the namespace.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { helmBinary } from '../../local/toolchain.ts';
 import { chartDir } from '../../scripts/manifests.ts';
+import { settings as allSettings } from '../../src/api/setting.ts';
 import { type KubeClient, type KubeObject, refOf } from '../../src/kube/client.ts';
 import { mutatingConfigurationName, validatingConfigurationName } from '../../src/webhooks/configuration.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
@@ -27,6 +29,7 @@ const configRef = (kind: string, name: string) => ({
   name,
 });
 const validating = configRef('ValidatingWebhookConfiguration', validatingConfigurationName);
+const operatorPolicy = configRef('ValidatingAdmissionPolicy', 'kvpool-operator');
 const mutating = configRef('MutatingWebhookConfiguration', mutatingConfigurationName);
 
 describe('the chart through helm install, upgrade and uninstall', () => {
@@ -79,10 +82,14 @@ describe('the chart through helm install, upgrade and uninstall', () => {
         fieldManager: 'kvpool-test',
       });
       await helm(major, ['install', 'kvpool', chartDir, '-n', ns, '--take-ownership']);
-      const namespace = await client.get({ apiVersion: 'v1', kind: 'Namespace', name: ns });
-      assert.equal(namespace.metadata.labels?.['pod-security.kubernetes.io/enforce'], 'privileged');
+      const level = async () =>
+        (await client.get({ apiVersion: 'v1', kind: 'Namespace', name: ns })).metadata.labels?.[
+          'pod-security.kubernetes.io/enforce'
+        ];
+      assert.equal(await level(), 'baseline', 'a new release namespace');
       const settings = await client.list({ apiVersion: 'gpustack.ai/v1', kind: 'Setting', namespace: ns });
-      assert.equal(settings.items.length, 6);
+      assert.equal(settings.items.length, allSettings.length);
+      assert.ok(await client.find(operatorPolicy), 'the policy bounding the operator account');
       for (const ref of [validating, mutating]) {
         const config = await client.get<Configuration>(ref);
         for (const w of config.webhooks) assert.deepEqual(w.clientConfig.service?.namespace, ns);
@@ -99,12 +106,19 @@ describe('the chart through helm install, upgrade and uninstall', () => {
           value: caBundle,
         })),
       );
+      // A release namespace labelled privileged (an installation from before, or a disk tier's) keeps
+      // the level through an upgrade: lowering it would refuse the stores' next Pods.
+      await client.mergePatch(
+        { apiVersion: 'v1', kind: 'Namespace', name: ns },
+        { metadata: { labels: { 'pod-security.kubernetes.io/enforce': 'privileged' } } },
+      );
       await helm(major, ['upgrade', 'kvpool', chartDir, '-n', ns, '--set', 'webhook.timeoutSeconds=5']);
       const upgraded = await client.get<Configuration>(validating);
       for (const w of upgraded.webhooks) {
         assert.equal(w.clientConfig.caBundle, caBundle);
         assert.equal(w.timeoutSeconds, 5);
       }
+      assert.equal(await level(), 'privileged', 'the level the namespace had, kept by the upgrade');
 
       // No node runs the pre-delete hook's Job here; the end-to-end suite runs it (chart-lifecycle).
       await helm(major, ['uninstall', 'kvpool', '-n', ns, '--no-hooks']);
@@ -118,6 +132,7 @@ describe('the chart through helm install, upgrade and uninstall', () => {
         }),
         undefined,
       );
+      assert.equal(await client.find(operatorPolicy), undefined, 'the policy goes with the operator');
       assert.ok(await client.find(refOf(pool)), 'the pool outlives the release (its CRD is kept)');
       assert.ok(
         await client.find({ apiVersion: 'v1', kind: 'Namespace', name: ns }),

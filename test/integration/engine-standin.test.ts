@@ -1,6 +1,8 @@
 // The engine stand-in, configured exactly as the operator injects vLLM and SGLang containers, against a
 // real multi-tenant Mooncake master: replicas share KV blocks through the store, prefixes are reused,
 // an unknown tenant's writes fail visibly, and a replica without a connector never touches the store.
+// Its /metrics carries what real engines export (vLLM's vllm:mooncake_store_* and external prefix-cache
+// counters, SGLang's HiCache storage tokens), read here as the operator reads them.
 // Each replica binds its own 127.x Pod IP, as Pods sharing a host network do.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -10,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../../local/ports.ts';
 import { parsePrometheusText } from '../../src/store/prometheus.ts';
+import { replicaReportOf } from '../../src/store/replica-reports.ts';
 import { tenantFigures } from '../../src/store/tenant-metrics.ts';
 import {
   EngineStandin,
@@ -111,6 +114,7 @@ async function startSglang(name: string, injected: InjectedStore): Promise<Engin
       '--enable-hierarchical-cache',
       '--kv-cache-dtype',
       'bfloat16',
+      '--enable-metrics',
     ]),
     injectedSglangEnv({ ...injected, podIP: pod.ip }),
   );
@@ -120,8 +124,35 @@ async function tenantUsage(tenant: string): Promise<bigint> {
   return tenantFigures(parsePrometheusText(await store.metrics())).get(tenant)?.usageBytes ?? 0n;
 }
 
-async function storeOps(standin: EngineStandin, op: string, result: string): Promise<number | undefined> {
-  return standin.metric('kvpool_standin_store_operations_total', { op, result });
+/** The sum of a family's samples whose labels include `labels`; undefined when there is none. */
+async function total(
+  standin: EngineStandin,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number | undefined> {
+  const samples = ((await standin.metrics()).get(name) ?? []).filter((s) =>
+    Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  );
+  return samples.length ? samples.reduce((a, s) => a + s.value, 0) : undefined;
+}
+
+/** vLLM's keys of one store operation with one outcome (ok, partial_failure, error). */
+const keys = (standin: EngineStandin, operation: string, status?: string) =>
+  total(standin, 'vllm:mooncake_store_operation_keys_total', { operation, ...(status ? { status } : {}) });
+
+/** What the operator reads from this replica's /metrics. */
+async function reported(standin: EngineStandin) {
+  return replicaReportOf(await standin.metrics());
+}
+
+/** The first JSON log line whose message is `msg`. */
+function logged(standin: EngineStandin, msg: string | RegExp): Record<string, unknown> | undefined {
+  return standin
+    .log()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .find((r) => (typeof msg === 'string' ? r.msg === msg : msg.test(String(r.msg))));
 }
 
 /** Whether the process has the Mooncake client library mapped at all. */
@@ -159,8 +190,19 @@ describe('engine stand-in against a real multi-tenant Mooncake master', () => {
         { blocks: written.blocks, hits: written.hits, misses: written.misses },
         { blocks: 4, hits: 0, misses: 4 },
       );
-      assert.equal(await storeOps(first, 'put', 'success'), 4);
-      assert.equal(await first.metric('kvpool_standin_block_bytes'), blockBytes);
+      assert.equal(await keys(first, 'save_put', 'ok'), 4);
+      assert.equal(
+        await total(first, 'vllm:mooncake_store_operation_bytes_total', { operation: 'save_put' }),
+        4 * blockBytes,
+      );
+      assert.deepEqual(await reported(first), {
+        storedKeys: 4,
+        loadedKeys: 0,
+        failedKeys: 0,
+        operations: 2,
+        prefixQueriedTokens: 4 * blockSize + 5,
+        prefixHitTokens: 0,
+      });
       assert.ok(loadsMooncakeClient(first), 'a replica with the connector runs the Mooncake client');
       const usageAfter = await tenantUsage('team-a');
       assert.ok(
@@ -173,9 +215,20 @@ describe('engine stand-in against a real multi-tenant Mooncake master', () => {
         { blocks: loaded.blocks, hits: loaded.hits, misses: loaded.misses, corrupt: loaded.corrupt },
         { blocks: 4, hits: 4, misses: 0, corrupt: 0 },
       );
-      assert.equal(await second.metric('kvpool_standin_blocks_total', { result: 'hit' }), 4);
-      assert.equal(await storeOps(second, 'get', 'success'), 4);
-      assert.equal(await storeOps(second, 'put', 'success'), 0, 'nothing is written twice');
+      assert.equal(await keys(second, 'load_get', 'ok'), 4);
+      assert.equal(await keys(second, 'save_put'), undefined, 'nothing is written twice');
+      assert.deepEqual(await reported(second), {
+        storedKeys: 0,
+        loadedKeys: 4,
+        failedKeys: 0,
+        operations: 2,
+        prefixQueriedTokens: 4 * blockSize + 5,
+        prefixHitTokens: 4 * blockSize,
+      });
+      assert.equal(
+        await total(second, 'vllm:prompt_tokens_by_source_total', { source: 'external_kv_transfer' }),
+        4 * blockSize,
+      );
     });
 
     it('a prompt sharing only a prefix hits only the prefix blocks', async () => {
@@ -205,8 +258,10 @@ describe('engine stand-in against a real multi-tenant Mooncake master', () => {
         { hits: 0, corrupt: 1, misses: 3 },
         'the first mismatched block ends the loaded prefix; the rest are recomputed',
       );
-      assert.equal(await fp8.metric('kvpool_standin_blocks_total', { result: 'corrupt' }), 1);
-      assert.equal(await fp8.metric('kvpool_standin_block_bytes'), blockBytes / 2);
+      assert.equal(logged(fp8, /serving as a stand-in/)?.block_bytes, blockBytes / 2);
+      // The engine cannot tell: it loaded a key (the wrong bytes), and served no token from the pool.
+      assert.equal(await keys(fp8, 'load_get', 'ok'), 1);
+      assert.equal(await total(fp8, 'vllm:external_prefix_cache_hits_total'), 0);
     });
   });
 
@@ -231,7 +286,10 @@ describe('engine stand-in against a real multi-tenant Mooncake master', () => {
         { blocks: 4, hits: 0, misses: 4 },
         'the same prompt vLLM cached misses: the engines key blocks differently',
       );
-      assert.equal(await storeOps(first, 'put', 'success'), 4);
+      assert.equal(
+        await total(first, 'sglang:backuped_tokens_total', { storage_backend: 'mooncake' }),
+        4 * blockSize,
+      );
       const loaded = await second.complete(prompt);
       assert.deepEqual(
         { hits: loaded.hits, misses: loaded.misses, corrupt: loaded.corrupt },
@@ -241,7 +299,12 @@ describe('engine stand-in against a real multi-tenant Mooncake master', () => {
           corrupt: 0,
         },
       );
-      assert.equal(await second.metric('kvpool_standin_blocks_total', { result: 'hit' }), 4);
+      assert.deepEqual(await reported(second), {
+        storedTokens: 0,
+        loadedTokens: 4 * blockSize,
+        prefixHitTokens: 4 * blockSize,
+      });
+      assert.equal(await total(second, 'vllm:mooncake_store_operation_total'), undefined);
     });
   });
 
@@ -260,9 +323,16 @@ describe('engine stand-in against a real multi-tenant Mooncake master', () => {
       const first = await standin.complete(prompt);
       const again = await standin.complete(prompt);
       assert.deepEqual([first.misses, again.misses], [4, 4], 'nothing was stored, so nothing is ever hit');
-      assert.equal(await storeOps(standin, 'put', 'failure'), 8);
-      assert.equal(await storeOps(standin, 'put', 'success'), 0);
-      assert.equal(await standin.metric('kvpool_standin_info', { tenant: 'team-x' }), 1);
+      assert.equal(await keys(standin, 'save_put', 'partial_failure'), 8);
+      assert.equal(await keys(standin, 'save_put', 'ok'), undefined);
+      assert.equal(
+        await total(standin, 'vllm:mooncake_store_operation_failed_keys_total', { operation: 'save_put' }),
+        8,
+      );
+      const r = await reported(standin);
+      assert.equal(r.storedKeys, 0);
+      assert.ok((r.failedKeys ?? 0) >= 8, `what turns CacheAttached False: ${r.failedKeys} failed keys`);
+      assert.equal(logged(standin, 'connecting to the Mooncake store')?.tenant, 'team-x');
       assert.equal(await tenantUsage('team-a'), usageBefore, 'no other tenant is charged');
     });
   });
@@ -332,9 +402,12 @@ describe('engine stand-in against a real multi-tenant Mooncake master', () => {
             },
           );
         }
-        assert.equal(await standin.metric('kvpool_standin_info', { connector: 'none' }), 1);
-        for (const op of ['put', 'get', 'exists'])
-          for (const result of ['success', 'failure']) assert.equal(await storeOps(standin, op, result), 0);
+        assert.ok(logged(standin, /^no Mooncake store configured/), 'no connector');
+        assert.deepEqual(
+          await standin.metrics().then(replicaReportOf, () => ({})),
+          {},
+          'no store operation and no prefix lookup reported',
+        );
         assert.equal(loadsMooncakeClient(standin), false, 'the Mooncake client library is never loaded');
       }
       assert.deepEqual(await counters(), before, 'the master saw no request');

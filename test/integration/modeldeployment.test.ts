@@ -125,6 +125,7 @@ describe('ModelDeployment and Pod injection', () => {
     assert.deepEqual(JSON.parse(at('--kv-transfer-config')!), {
       kv_connector: 'MooncakeStoreConnector',
       kv_role: 'kv_both',
+      kv_load_failure_policy: 'recompute',
     });
     assert.equal(at('--kv-cache-dtype'), 'bfloat16');
     assert.equal(at('--block-size'), '64');
@@ -224,6 +225,12 @@ describe('ModelDeployment and Pod injection', () => {
       'spec.roles[0].extraArgs[0]',
     );
     await refused(
+      withArgs('r3b', { extraArgs: ['--kv-transfer-config.kv_load_failure_policy=fail'] }),
+      'spec.roles[0].extraArgs[0]',
+      'HTTP 500',
+      'kvcache.gpustack.ai/kv-load-failure-policy: "fail"',
+    );
+    await refused(
       withArgs('r4', { env: [{ name: 'MOONCAKE_CONFIG_PATH', value: '/x' }] }),
       'spec.roles[0].env[0]',
       'MOONCAKE_CONFIG_PATH',
@@ -250,6 +257,29 @@ describe('ModelDeployment and Pod injection', () => {
         });
     };
     await assert.rejects(edit(), /spec\.kvCache is immutable/);
+  });
+
+  it('refuses a role that asks for a privileged engine or a node path, naming the way out', async () => {
+    const base = seedObjects('step-3-workload.yaml', 'local')[0] as ModelDeployment;
+    const withRole = (name: string, role: Record<string, unknown>) =>
+      ({
+        ...base,
+        metadata: { name, namespace: 'team-a' },
+        spec: { ...base.spec, roles: [{ ...base.spec.roles[0], ...role }] },
+      }) as unknown as KubeObject;
+    const rule = 'the operator creates engine Pods with its own rights';
+    await refused(
+      withRole('p1', { privileged: true }),
+      'spec.roles[0].privileged',
+      rule,
+      'kvcache.gpustack.ai/inject=true',
+    );
+    await refused(
+      withRole('p2', { additionalVolumes: [{ name: 'node', hostPath: { path: '/' }, mountPath: '/host' }] }),
+      'spec.roles[0].additionalVolumes',
+      'hostPath',
+      rule,
+    );
   });
 
   it('injects an opted-in Pod and records what it did; leaves other Pods untouched', async () => {

@@ -35,6 +35,7 @@ describe('pool and Binding admission, and a master without a tenant ledger', () 
     );
     assert.ok(err instanceof ApiError, String(err));
     for (const s of says) assert.ok(err.message.includes(s), `message lacks "${s}": ${err.message}`);
+    return err.message;
   };
   /** kubectl apply, returning stderr (where warnings go). */
   const applyWithKubectl = async (obj: KubeObject) => {
@@ -76,14 +77,19 @@ describe('pool and Binding admission, and a master without a tenant ledger', () 
     );
   });
 
-  it('refuses a domain already registered on the same master, from any pool on it, in any namespace', async () => {
+  it('refuses a domain already claimed on the same master, from any pool on it, in any namespace', async () => {
     await cluster.client.create(binding('ns1', 'b1', 'pool-a', '16Mi', { name: 'shared' }));
-    await refused(
+    const elsewhere = await refused(
       binding('ns2', 'b2', 'pool-a2', '16Mi', { name: 'shared' }),
       'spec.domain.name',
-      'ns1/b1',
-      'with-ledger',
-      'unique domain.name',
+      'already claimed on this store (backend with-ledger) by another namespace',
+      'choose another spec.domain.name',
+    );
+    assert.doesNotMatch(elsewhere, /ns1|b1/, 'another namespace’s Binding is not named');
+    await refused(
+      binding('ns1', 'b4', 'pool-a2', '16Mi', { name: 'shared' }),
+      'spec.domain.name',
+      'already claimed on backend with-ledger by KVCachePoolBinding ns1/b1',
     );
     await cluster.client.create(binding('ns2', 'b3', 'pool-off', '16Mi', { name: 'shared' })); // another backend: admitted
   });

@@ -6,16 +6,24 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCachePool } from '../../src/api/types.ts';
-import type { KubeObject } from '../../src/kube/object.ts';
-import { AdminFaultProxy } from '../support/admin-fault-proxy.ts';
+import type { AdminFaultProxy } from '../support/admin-fault-proxy.ts';
 import { ensureNamespace } from '../support/cluster.ts';
-import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
-import { MooncakeStore } from '../support/mooncake-store.ts';
+import type { IsolatedCluster } from '../support/isolated-cluster.ts';
+import type { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { binding, condition, ledgerTenants, pool, untilBinding, v1 } from '../support/pool-fixtures.ts';
+import {
+  binding,
+  condition,
+  externalBackend,
+  ledgerTenants,
+  pool,
+  untilBinding,
+  v1,
+} from '../support/pool-fixtures.ts';
+import { startProxiedStore } from '../support/proxied-store.ts';
 import { waitFor } from '../support/wait.ts';
 
-const MiB = 1 << 20;
+const _MiB = 1 << 20;
 const ref = (name: string) => ({ apiVersion: v1, kind: 'KVCachePoolBinding', namespace: 'team-a', name });
 
 describe('one tenant’s failed ledger write on a real master', () => {
@@ -37,29 +45,10 @@ describe('one tenant’s failed ledger write on a real master', () => {
     });
 
   before(async () => {
-    [cluster, store] = await Promise.all([
-      startIsolatedCluster(),
-      MooncakeStore.start({ members: 1, memberBytes: 64 * MiB, tenants: [] }),
-    ]);
-    proxy = new AdminFaultProxy(store.adminAddress);
-    await proxy.start();
+    ({ cluster, store, proxy } = await startProxiedStore());
     for (const ns of ['gpustack-system', 'team-a']) await ensureNamespace(cluster.client, ns);
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath);
-    await cluster.client.create({
-      apiVersion: v1,
-      kind: 'KVCacheBackend',
-      metadata: { name: 'mooncake-dram' },
-      spec: {
-        connection: {
-          external: {
-            endpoints: [
-              { name: 'Client', address: store.rpcAddress },
-              { name: 'Admin', address: proxy.address },
-            ],
-          },
-        },
-      },
-    } as KubeObject);
+    await cluster.client.create(externalBackend('mooncake-dram', store, proxy.address));
     await cluster.client.create(pool('shared-dram', 'mooncake-dram', '999999999999999999'));
   });
   after(async () => {

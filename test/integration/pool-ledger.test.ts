@@ -144,6 +144,35 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
     assert.deepEqual(await ledgerTenants(store), ['default', 'llama-8b-v1', 'qwen-fp8-v1']);
   });
 
+  it('says what gives full grants: raising quota.total clears the note and leaves every grant cut', async () => {
+    const within = (x: Parameters<typeof condition>[0]) => condition(x, 'QuotaWithinTotal');
+    const cuts = /The master cuts every grant in proportion .*sum to 160Mi and it can allocate 128Mi/;
+    await untilPool(cluster.client, 'shared-dram', 'the cut and both figures', (x) =>
+      cuts.test(within(x)?.message ?? ''),
+    );
+    const b = await untilBinding(cluster.client, 'team-a', 'team-a', 'why its grant is cut', (x) =>
+      /51\.2Mi of its 64Mi ceiling: .*sum past what it can allocate/.test(
+        condition(x, 'QuotaGranted')?.message ?? '',
+      ),
+    );
+    assert.equal(b.status?.display?.effectiveQuota, '51.2Mi');
+    const ref = { apiVersion: v1, kind: 'KVCachePool', name: 'shared-dram' };
+    await cluster.client.mergePatch(ref, { spec: { quota: { total: '160Mi' } } });
+    try {
+      const p = await untilPool(
+        cluster.client,
+        'shared-dram',
+        'WithinTotal',
+        (x) => within(x)?.reason === 'WithinTotal',
+      );
+      assert.match(within(p)?.message ?? '', cuts, 'the note is gone, the cut is not');
+      const grant = (await tenantMetric(store, 'effective_bytes', 'default'))!;
+      assert.ok(Math.abs(grant / unit - 6.4) < 0.01, `the master still grants ${grant / unit} units, not 8`);
+    } finally {
+      await cluster.client.mergePatch(ref, { spec: { quota: { total: '128Mi' } } });
+    }
+  });
+
   it('counts a put under a registered domain in its usage; refuses one under an unregistered domain', async () => {
     const [put] = await write('llama-8b-v1', ['k1'], 1 * MiB);
     assert.deepEqual(put, { rc: 0 });

@@ -90,9 +90,11 @@ describe(`a pool with ${count} Bindings`, () => {
 
   it('deletes the pool with all its Bindings, releasing every tenant', async () => {
     await cluster.client.delete({ apiVersion: v1, kind: 'KVCachePool', name: 'shared-dram' });
+    // One request marks every Binding deleted; under a full run's load it outlasted the 30 s default.
     await cluster.client.request(
       'DELETE',
       `/apis/worker.gpustack.ai/v1/namespaces/${ns}/kvcachepoolbindings`,
+      { timeoutMs: 180_000 },
     );
     await waitFor(
       async () => {

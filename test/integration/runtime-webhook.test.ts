@@ -13,6 +13,7 @@ import { createCertificateAuthority, loadCertificateAuthority } from '../../src/
 import { WebhookCertificates } from '../../src/kube/webhook-certs.ts';
 import { allow, deny, WebhookServer } from '../../src/kube/webhook-server.ts';
 import { ensureNamespace, testClient, uniqueName } from '../support/cluster.ts';
+import { configMapCreateWebhook } from '../support/test-webhook.ts';
 import { waitFor } from '../support/wait.ts';
 
 const ns = 'webhook-test';
@@ -89,30 +90,10 @@ describe('validating webhook through the real apiserver', () => {
       kind: 'ValidatingWebhookConfiguration',
       metadata: { name: configName },
       webhooks: [
+        configMapCreateWebhook('configmaps.kvpool.test', `https://127.0.0.1:${port}/validate-configmaps`, ns),
         {
-          name: 'configmaps.kvpool.test',
-          clientConfig: { url: `https://127.0.0.1:${port}/validate-configmaps` },
-          rules: [
-            { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] },
-          ],
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
-          failurePolicy: 'Fail',
-          sideEffects: 'None',
-          admissionReviewVersions: ['v1'],
-          timeoutSeconds: 5,
-        },
-        {
-          name: 'probe.kvpool.test',
-          clientConfig: { url: `https://127.0.0.1:${probePort}/probe` },
-          rules: [
-            { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] },
-          ],
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+          ...configMapCreateWebhook('probe.kvpool.test', `https://127.0.0.1:${probePort}/probe`, ns),
           objectSelector: { matchLabels: { 'kvpool.test/probe': 'true' } },
-          failurePolicy: 'Fail',
-          sideEffects: 'None',
-          admissionReviewVersions: ['v1'],
-          timeoutSeconds: 5,
         },
       ],
     } as KubeObject);
@@ -211,8 +192,12 @@ describe('validating webhook through the real apiserver', () => {
       { what: 'the apiserver to trust the staged CA' },
     );
     // (At this simulated time every serving certificate issued today looks expired, so each call
-    // reissues one: from the old CA until the staged one is promoted.)
-    await certs.ensure(t + 60_000);
+    // reissues one: from the old CA until the staged one is promoted.) The next pass reads the bundle
+    // back carrying the staged CA: the propagation period counts from then.
+    const published = t + 60_000;
+    await certs.ensure(published);
+    assert.equal(await secretPem('ca-staged-published-since'), new Date(published).toISOString());
+    await certs.ensure(published + 5 * 60_000 - 1);
     assert.equal(
       await secretPem('ca-staged.crt'),
       staged.certPem,
@@ -220,7 +205,7 @@ describe('validating webhook through the real apiserver', () => {
     );
     assert.ok(new X509Certificate(certs.serving!.certPem).verify(oldCa.publicKey));
 
-    assert.equal(await certs.ensure(t + 5 * 60_000), true, 'promoted after it');
+    assert.equal(await certs.ensure(published + 5 * 60_000), true, 'promoted after it');
     server.updateCertificate(certs.serving!);
     const promoted = new X509Certificate(staged.certPem);
     assert.ok(new X509Certificate(certs.serving!.certPem).verify(promoted.publicKey));

@@ -29,7 +29,7 @@ describe('writes gated by leadership', () => {
   let leader: InProcessOperator | undefined;
   let standby: InProcessOperator | undefined;
 
-  const holder = async () =>
+  const lease = async () =>
     (
       await admin.find<KubeObject<Lease>>({
         apiVersion: 'coordination.k8s.io/v1',
@@ -37,7 +37,12 @@ describe('writes gated by leadership', () => {
         namespace: ns,
         name: leaseName,
       })
-    )?.spec?.holderIdentity;
+    )?.spec;
+  const holder = async () => (await lease())?.holderIdentity;
+  // A Lease that outlives a loaded machine's stalls: with a short one, a leader that missed its renew
+  // deadline lost it to the other replica, which then wrote both as the leader it had become. The
+  // hand-over at the end is a graceful release, which a standby takes at once.
+  const election = { leaseName, leaseDurationMs: 60_000, renewDeadlineMs: 40_000, retryPeriodMs: 2_000 };
   const caBundles = async () =>
     (await admin.get<Configuration>(configRef)).webhooks.map((w) => w.clientConfig.caBundle ?? '');
 
@@ -56,7 +61,7 @@ describe('writes gated by leadership', () => {
     leader = await startOperatorInProcess(cluster.cp.kubeconfigPath, {
       webhooks: true,
       identity: 'replica-a',
-      leaderElection: { leaseName },
+      leaderElection: election,
       certificateRefreshMs: 3_600_000,
     });
     await waitFor(async () => ((await holder()) === 'replica-a' ? true : undefined), {
@@ -71,7 +76,7 @@ describe('writes gated by leadership', () => {
       webhooks: true,
       installWebhookConfigurations: false,
       identity: 'replica-b',
-      leaderElection: { leaseName },
+      leaderElection: election,
       certificateRefreshMs: 100,
     });
     const serving = standby.manager.webhooks!;
@@ -79,6 +84,7 @@ describe('writes gated by leadership', () => {
       what: 'the standby to serve the leader’s certificate',
     });
     assert.equal(await holder(), 'replica-a');
+    const transitions = (await lease())?.leaseTransitions;
 
     // The installation's empty Secret again, and no CA bundle: what a replica that may write would fix.
     const secret = await admin.get<KubeObject & { data?: Record<string, string> }>(secretRef);
@@ -95,13 +101,16 @@ describe('writes gated by leadership', () => {
     await waitFor(() => (serving.refreshes >= looked + 5 ? true : undefined), {
       what: 'the standby to look at the Secret five more times',
     });
+    // Were the Lease to change hands, the standby would be the leader and its writes legitimate.
+    const held = await lease();
+    assert.equal(held?.holderIdentity, 'replica-a', 'replica-a led throughout');
+    assert.equal(held?.leaseTransitions, transitions, 'the Lease never changed hands');
     assert.deepEqual(await secretData(), {}, 'the standby did not write the Secret');
     assert.ok(
       (await caBundles()).every((b) => b === ''),
       'the standby did not set the CA bundle',
     );
     assert.ok(serving.serving, 'it keeps serving the certificate it loaded');
-    assert.equal(await holder(), 'replica-a', 'replica-a led throughout');
 
     // The same replica writes both once it leads.
     await leader.stop();

@@ -151,6 +151,23 @@ describe('two leaders on one Lease, and a member that follows it', () => {
     assert.equal(await portOpen('127.0.0.1', member.restPort), false, 'not bound to 0.0.0.0');
   });
 
+  it('serves the master’s /metrics read-only on its metrics port; nothing else passes, and a standby answers 503', async () => {
+    const scraped = await fetch(`${leader.metricsUrl}/metrics`);
+    assert.equal(scraped.status, 200);
+    assert.match(scraped.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
+    assert.match(await scraped.text(), new RegExp(`^master_total_capacity_bytes ${segmentBytes}$`, 'm'));
+    const refused = await Promise.all([
+      fetch(`${leader.metricsUrl}/api/v1/tenant_quotas`).then((r) => r.status),
+      fetch(`${leader.metricsUrl}/api/v1/remove_all?tenant_id=default`, { method: 'POST' }).then(
+        (r) => r.status,
+      ),
+      fetch(`${leader.metricsUrl}/metrics`, { method: 'PUT', body: 'x' }).then((r) => r.status),
+      fetch(`${leader.metricsUrl}/get_all_keys`).then((r) => r.status),
+    ]);
+    assert.deepEqual(refused, [404, 404, 405, 404]);
+    assert.equal((await fetch(`${standby.metricsUrl}/metrics`)).status, 503, 'a standby runs no master');
+  });
+
   it('on SIGTERM exits 0 and empties the Lease; the standby takes over and the member re-points', async () => {
     const t0 = performance.now();
     process.kill(leader.process.pid!, 'SIGTERM');

@@ -110,4 +110,22 @@ describe('where the webhook certificate comes from', () => {
     for (const h of hosts('new')) assert.equal(cert.checkHost(h, { wildcards: false }), h);
     assert.equal(renamed.caBundle, caBefore, 'the same CA signs it: the published bundle stands');
   });
+
+  it('self-managed: the labels and annotations the chart put on the Secret survive the operator’s write', async () => {
+    const name = uniqueName('chart-made');
+    const labels = { 'app.kubernetes.io/managed-by': 'Helm', 'app.kubernetes.io/name': 'kvpool' };
+    const annotations = { 'meta.helm.sh/release-name': 'kvpool', 'meta.helm.sh/release-namespace': ns };
+    await client.create({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name, namespace: ns, labels, annotations },
+      type: 'Opaque',
+    } as Secret);
+    const certs = new WebhookCertificates(client, { namespace: ns, secretName: name, hosts: ['127.0.0.1'] });
+    assert.equal(await certs.ensure(), true, 'a pair was issued and written');
+    const written = await client.get<Secret>({ ...secretRef, name });
+    assert.ok(written.data['tls.crt'], 'the Secret holds the serving certificate');
+    assert.deepEqual(written.metadata.labels, labels);
+    assert.deepEqual(written.metadata.annotations, annotations);
+  });
 });

@@ -12,9 +12,9 @@ export interface IsolatedCluster {
 }
 
 export async function startIsolatedCluster(
-  options: { controllers?: boolean } = {},
+  options: { controllers?: boolean; auditWrites?: boolean } = {},
 ): Promise<IsolatedCluster> {
-  const cp = await ControlPlane.start({ controllers: options.controllers });
+  const cp = await ControlPlane.start(options);
   const client = await KubeClient.fromKubeconfigFile(cp.kubeconfigPath);
   try {
     await installCrds(client);

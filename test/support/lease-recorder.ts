@@ -68,15 +68,30 @@ export class LeaseRecorder {
   }
 }
 
-/** Writes another holder into the Lease with a fresh renewTime, as a rival that took it would. */
-export async function takeLease(client: KubeClient, namespace: string, name: string, holder: string) {
+/**
+ * Writes another holder into the Lease with a fresh renewTime, as a rival that took it would; with
+ * `leaseDurationSeconds`, the rival's own duration (the one a standby then waits out).
+ */
+export async function takeLease(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+  holder: string,
+  leaseDurationSeconds?: number,
+) {
   await waitFor(
     async () => {
       const lease = await client.get<KubeObject<Lease>>(leaseRef(namespace, name));
       const now = microTime();
       await client.replace<KubeObject<Lease>>({
         ...lease,
-        spec: { ...lease.spec, holderIdentity: holder, renewTime: now, acquireTime: now },
+        spec: {
+          ...lease.spec,
+          holderIdentity: holder,
+          renewTime: now,
+          acquireTime: now,
+          ...(leaseDurationSeconds ? { leaseDurationSeconds } : {}),
+        },
       });
       return true;
     },

@@ -1,12 +1,13 @@
 // The operator's account exactly as the chart installs it (ServiceAccount, ClusterRole, Role and their
-// bindings, from deploy/install.yaml or the chart rendered for another namespace), and a kubeconfig
+// bindings, the admission policy bounding it, from the non-Helm install files or the chart rendered for
+// another namespace), and a kubeconfig
 // that authenticates as that account with a TokenRequest token kept in a file, so an operator run in a
 // test process has the chart's permissions and no more.
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
-import { helmTemplate, installNamespace, installYamlPath } from '../../scripts/manifests.ts';
+import { helmTemplate, installFilePaths, installNamespace } from '../../scripts/manifests.ts';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 
 export const operatorAccount = 'kvpool-operator';
@@ -19,13 +20,16 @@ const accessKinds = new Set([
   'RoleBinding',
   // The (empty) webhook certificate Secret: the operator may update it, not create one.
   'Secret',
+  // What the account may write, narrower than RBAC.
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
 ]);
 
 /** Every object the chart installs into `namespace` with its default values. */
 export function chartObjects(namespace = installNamespace): KubeObject[] {
   const text =
     namespace === installNamespace
-      ? readFileSync(installYamlPath, 'utf8')
+      ? installFilePaths.map((path) => readFileSync(path, 'utf8')).join('')
       : helmTemplate(['--namespace', namespace, '--include-crds']);
   return parseAllDocuments(text)
     .map((d) => d.toJSON() as KubeObject | null)

@@ -32,6 +32,8 @@ export interface InProcessOptions {
   /** How often each replica re-reads the webhook certificate Secret. */
   certificateRefreshMs?: number;
   onLostLeadership?: () => void;
+  /** How long a domain claim whose Binding does not exist is kept (the operator's 60 s unless said). */
+  domainClaimGraceMs?: number;
 }
 
 export async function startOperatorInProcess(
@@ -67,6 +69,7 @@ export async function startOperatorInProcess(
       identity: options.identity ?? 'test',
       storePollMs: options.storePollMs ?? 200,
       replicaPollMs: 200,
+      ...(options.domainClaimGraceMs ? { domainClaimGraceMs: options.domainClaimGraceMs } : {}),
       ...(options.observeIntervalMs
         ? { observeIntervalMs: options.observeIntervalMs, poolObserveIntervalMs: options.observeIntervalMs }
         : {}),

@@ -7,7 +7,12 @@ import { waitFor } from './wait.ts';
 
 export const v1 = 'worker.gpustack.ai/v1';
 
-export function externalBackend(name: string, store: MooncakeStore): KubeObject {
+/** A backend on `store`; `adminAddress` puts something (a proxy) in front of its admin endpoint. */
+export function externalBackend(
+  name: string,
+  store: Pick<MooncakeStore, 'rpcAddress' | 'adminAddress'>,
+  adminAddress = store.adminAddress,
+): KubeObject {
   return {
     apiVersion: v1,
     kind: 'KVCacheBackend',
@@ -17,7 +22,7 @@ export function externalBackend(name: string, store: MooncakeStore): KubeObject 
         external: {
           endpoints: [
             { name: 'Client', address: store.rpcAddress },
-            { name: 'Admin', address: store.adminAddress },
+            { name: 'Admin', address: adminAddress },
           ],
         },
       },

@@ -20,6 +20,8 @@ export interface StoreLeader {
   rpcPort: number;
   adminUrl: string;
   probeUrl: string;
+  /** The read-only /metrics the program serves from the master's. */
+  metricsUrl: string;
   /** What the leader writes into the Lease: `<pod IP>:<rpc port>`. */
   identity: string;
   process: ManagedProcess;
@@ -47,7 +49,7 @@ function podEnv(pod: StorePod, extra: Record<string, string> = {}): NodeJS.Proce
 
 export interface LeaderStart {
   pod: StorePod;
-  /** kvpool-store's own flags (election, lease, policy, timings); the probe port is added. */
+  /** kvpool-store's own flags (election, lease, policy, timings); the probe and metrics ports are added. */
   flags: string[];
   /** Extra mooncake_master flags after the addresses and ports. */
   masterArgs?: string[];
@@ -58,7 +60,8 @@ export interface LeaderStart {
 
 export async function startStoreLeader(options: LeaderStart): Promise<StoreLeader> {
   const { pod } = options;
-  const [rpcPort, adminPort, probePort] = [
+  const [rpcPort, adminPort, probePort, metricsPort] = [
+    await freePort(pod.ip),
     await freePort(pod.ip),
     await freePort(pod.ip),
     await freePort(pod.ip),
@@ -73,7 +76,15 @@ export async function startStoreLeader(options: LeaderStart): Promise<StoreLeade
   ];
   const child = startProcess(`leader-${pod.name}`, process.execPath, {
     logDir: options.logDir,
-    args: [program, 'leader', ...options.flags, `--probe-port=${probePort}`, '--', ...masterArgs],
+    args: [
+      program,
+      'leader',
+      ...options.flags,
+      `--probe-port=${probePort}`,
+      `--metrics-port=${metricsPort}`,
+      '--',
+      ...masterArgs,
+    ],
     env: podEnv(pod, options.kubeconfig ? { KUBECONFIG: options.kubeconfig } : {}),
   });
   return {
@@ -81,6 +92,7 @@ export async function startStoreLeader(options: LeaderStart): Promise<StoreLeade
     rpcPort,
     adminUrl: `http://${pod.ip}:${adminPort}`,
     probeUrl: `http://${pod.ip}:${probePort}`,
+    metricsUrl: `http://${pod.ip}:${metricsPort}`,
     identity: `${pod.ip}:${rpcPort}`,
     process: child,
   };

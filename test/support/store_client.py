@@ -1,12 +1,14 @@
 """Runs put/get operations against a real Mooncake master through the published client library.
 
 Reads a JSON list of operations on stdin ({"op": "put", "key": k, "hex": v} or {"op": "get", "key": k})
-and prints one JSON line with the result of each: {"rc": n} for a put, {"hex": v} for a get.
+and prints one JSON line with the result of each: {"rc": n} for a put, {"hex": v} for a get, each with
+the milliseconds it took ("ms").
 """
 
 import argparse
 import json
 import sys
+import time
 
 from mooncake.store import MooncakeDistributedStore
 
@@ -29,12 +31,15 @@ def main() -> int:
         return 1
     results = []
     for op in ops:
+        started = time.monotonic()
         if op["op"] == "put":
-            results.append({"rc": store.put(op["key"], bytes.fromhex(op["hex"]))})
+            result = {"rc": store.put(op["key"], bytes.fromhex(op["hex"]))}
         elif op["op"] == "get":
-            results.append({"hex": store.get(op["key"]).hex()})
+            result = {"hex": store.get(op["key"]).hex()}
         else:
             raise ValueError(f"unknown op {op['op']}")
+        result["ms"] = round((time.monotonic() - started) * 1000)
+        results.append(result)
     store.close()
     print(json.dumps({"setup": 0, "results": results}))
     return 0

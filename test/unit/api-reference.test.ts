@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { projectRoot } from '../../local/toolchain.ts';
 import { renderAllCrds } from '../../src/api/crd.ts';
+import { storeImageExample } from '../../src/api/setting.ts';
 import { renderApiReference } from '../../src/cli/api-reference.ts';
 
 interface Schema {
@@ -26,6 +27,15 @@ describe('docs/api-reference.md', () => {
 
   it('is what the schemas render (run `npm run manifests` after a schema change)', () => {
     assert.equal(committed, renderApiReference());
+  });
+
+  it('gives the store image fields a kvpool-store image as their example, never a plain Mooncake one', () => {
+    const image = committed
+      .split('\n')
+      .find((l) => l.startsWith('| `spec.image` | string | Image of the leader'));
+    assert.ok(image?.includes(`for example ${storeImageExample}`), image);
+    assert.match(storeImageExample, /\/kvpool\/kvpool-store:/);
+    assert.doesNotMatch(committed, /for example [\w./-]*\/mooncake:/);
   });
 
   it('documents every field of every kind', () => {

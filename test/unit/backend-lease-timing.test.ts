@@ -9,7 +9,7 @@ import { leaseTimingProblems, storeLeaseDefaults } from '../../src/kube/lease-ti
 import { durationMs, leaseTimings } from '../../src/model/backend-spec.ts';
 import { backend } from './kvcache-builders.ts';
 
-const ctx = { namespace: 'gpustack-system', defaultImage: 'kvpool/kvpool-store:test' };
+const ctx = { namespace: 'gpustack-system', defaultImage: 'kvpool/kvpool-store:test', boundNamespaces: [] };
 
 function withTiming(timing: Record<string, string> | undefined): KVCacheBackend {
   const b = backend();

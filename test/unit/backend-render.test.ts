@@ -20,6 +20,7 @@ const goldenDir = new URL('./golden/backend/', import.meta.url);
 const ctx: BackendRenderContext = {
   namespace: 'gpustack-system',
   defaultImage: 'kvpool/kvpool-store:0.1.0-mooncake0.3.13.post1',
+  boundNamespaces: ['team-a', 'team-b'],
 };
 
 type Managed = NonNullable<KVCacheBackendSpec['connection']['managed']>;
@@ -219,6 +220,22 @@ describe('leader Deployment', () => {
     assert.deepEqual(spec.strategy, { type: 'Recreate' });
   });
 
+  it('keeps an object being read for 5 min and a silent client for 60 s, and lets extraArgs override both', () => {
+    const masterArgs = (b: KVCacheBackend) => {
+      const args = container(renderBackend(b, ctx).leaderDeployment).args as string[];
+      return args.slice(args.indexOf('--') + 1);
+    };
+    const flags = masterArgs(step1);
+    assert.ok(flags.includes('-default_kv_lease_ttl=5m'));
+    assert.ok(flags.includes('-client_ttl=60'));
+    // gflags keeps the last value of a repeated flag: the user's entries come after the operator's.
+    const overridden = masterArgs(
+      withLeader(step1, { extraArgs: ['-client_ttl=20', '-default_kv_lease_ttl=30s'] }),
+    );
+    assert.deepEqual(overridden.slice(-2), ['-client_ttl=20', '-default_kv_lease_ttl=30s']);
+    assert.ok(overridden.indexOf('-client_ttl=60') < overridden.indexOf('-client_ttl=20'));
+  });
+
   it('runs one unelected leader with no account and no RBAC', () => {
     const rendered = renderBackend(withLeader(unelected, { replicas: 3 }), ctx);
     const pod = workload(rendered.leaderDeployment).spec.template.spec;
@@ -281,12 +298,41 @@ describe('member DaemonSet', () => {
     assert.match(JSON.stringify(container(ds).lifecycle), /grace_period_seconds\\": 120}'.*timeout=130\)/);
   });
 
+  it('offloads on eviction unless the tier writes through, and marks the tier with the backend UID', () => {
+    const disk = step5.spec.connection.managed!.members[0]!.localDisks![0]!;
+    const masterArgs = (b: KVCacheBackend) => container(renderBackend(b, ctx).leaderDeployment).args;
+    assert.ok(masterArgs(step5).includes('-offload_on_evict=true'), 'OnEviction by default');
+    const through = withGroup(step5, { localDisks: [{ ...disk, offload: 'WriteThrough' }] });
+    assert.ok(masterArgs(through).includes('-enable_offload=true'));
+    assert.ok(masterArgs(through).includes('-offload_on_evict=false'), 'every put is copied to the tier');
+    assert.equal(
+      envValue(renderMemberDaemonSet(step5, 0, ctx), 'MOONCAKE_OFFLOAD_HEARTBEAT_INTERVAL_SECONDS'),
+      undefined,
+    );
+    assert.equal(
+      envValue(renderMemberDaemonSet(through, 0, ctx), 'MOONCAKE_OFFLOAD_HEARTBEAT_INTERVAL_SECONDS'),
+      '1',
+      'a new leader learns the tier within a second',
+    );
+    const ds = workload(renderMemberDaemonSet(through, 0, ctx));
+    const init = (ds.spec.template.spec as unknown as { initContainers: Array<{ env: EnvVar[] }> })
+      .initContainers[0]!;
+    assert.deepEqual(
+      init.env.map((e) => [e.name, e.value]),
+      [
+        ['KVPOOL_TIER_OWNER', 'uid-mooncake-disk'],
+        ['KVPOOL_TIER_BACKEND', 'gpustack-system/mooncake-disk'],
+        ['KVPOOL_TIER_FOREIGN_CONTENT', 'Refuse'],
+      ],
+    );
+  });
+
   it('quotes a tier path with a single quote for the survey shell', () => {
     const disk = { path: "/var/lib/it's", cleanAfterDelete: false };
     const ds = workload(renderMemberDaemonSet(withGroup(step5, { localDisks: [disk] }), 0, ctx));
     const init = (ds.spec.template.spec as { initContainers: Array<{ command: string[] }> })
       .initContainers[0]!;
-    assert.match(init.command[2]!, /ls -A '\/var\/lib\/it'\\''s'/);
+    assert.match(init.command[2]!, /^d='\/var\/lib\/it'\\''s'; /);
   });
 });
 

@@ -88,7 +88,7 @@ describe('validateBackend', () => {
         errorsOf(backend(), undefined, noSetting),
         'spec.image',
         'kv-cache-backend-image',
-        'set spec.image',
+        'set spec.image to a kvpool-store image',
       );
       assert.deepEqual(
         errorsOf(
@@ -341,6 +341,31 @@ describe('validateBackend', () => {
         withSetting,
       );
       assert.deepEqual(inherited.warnings, []);
+    });
+  });
+
+  describe('a stored backend that a later rule would refuse', () => {
+    const stored = backend((b, m) => {
+      b.metadata.finalizers = ['worker.gpustack.ai/cleanup'];
+      b.spec.image = 'Mooncake:1';
+      m.leader.extraArgs = ['-flagfile=/etc/x.flags'];
+    });
+
+    it('never refuses the metadata-only update that removes the finalizer', () => {
+      const released = { ...stored, metadata: { ...stored.metadata, finalizers: [] } };
+      assert.deepEqual(validateBackend(released, stored, noSetting), { errors: [], warnings: [] });
+    });
+
+    it('refuses its next spec update, naming every rule it breaks', () => {
+      const resized = backend((b, m) => {
+        b.spec.image = 'Mooncake:1';
+        m.leader.extraArgs = ['-flagfile=/etc/x.flags'];
+        m.members[0]!.capacityPerMember = '16Gi';
+      });
+      const errors = errorsOf(resized, stored);
+      assert.equal(errors.length, 2, JSON.stringify(errors));
+      assert.match(errors[0]!, /^spec\.image:/);
+      assert.match(errors[1]!, /extraArgs\[0\]: -flagfile/);
     });
   });
 

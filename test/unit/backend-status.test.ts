@@ -115,6 +115,20 @@ describe('decideBackendStatus: leader and capacity', () => {
   });
 });
 
+describe('decideBackendStatus: children held by other objects', () => {
+  it('names them in RolloutComplete=False ChildConflict and is Degraded, even before a leader Deployment exists', () => {
+    const conflicts = [{ kind: 'Service', namespace: 'gpustack-system', name: 'store-leader' }];
+    const d = decideBackendStatus(managed({ conflicts, deployment: undefined }));
+    assert.deepEqual(condition(d, 'RolloutComplete'), { status: 'False', reason: 'ChildConflict' });
+    assert.match(
+      message(d, 'RolloutComplete'),
+      /^Service gpustack-system\/store-leader \(no controller owns it\)/,
+    );
+    assert.equal(d.phase, 'Degraded');
+    assert.equal(d.phaseMessage, message(d, 'RolloutComplete'));
+  });
+});
+
 describe('decideBackendStatus: Deletable', () => {
   const usedBy = [{ kind: 'KVCachePool', namespace: '', name: 'shared-pool' }];
 

@@ -2,9 +2,10 @@
 // master (KV-cache spec §2.3, §5.2, §5.3, §8): what a tenant is granted, and why it is not.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { PoolPrefix } from '../../src/api/pool-prefix.ts';
 import type { UsedByEntry } from '../../src/api/schema.ts';
 import type { KVCachePoolBinding } from '../../src/api/types.ts';
-import { decideBinding } from '../../src/controllers/pool/binding-status.ts';
+import { type DrainReport, decideBinding } from '../../src/controllers/pool/binding-status.ts';
 import { planLedger } from '../../src/controllers/pool/plan.ts';
 import type { MasterReport } from '../../src/controllers/pool/status.ts';
 import type { LedgerFailure } from '../../src/store/tenant-ledger.ts';
@@ -18,8 +19,11 @@ function decide(
   opts: {
     others?: KVCachePoolBinding[];
     usedBy?: UsedByEntry[];
+    poolPrefix?: PoolPrefix;
     failure?: LedgerFailure;
     ledger?: Parameters<typeof planLedger>[0]['ledger'];
+    registered?: Set<string>;
+    drain?: DrainReport;
   } = {},
 ) {
   const plan = planLedger({
@@ -27,9 +31,10 @@ function decide(
     bindings: [b, ...(opts.others ?? [])],
     isHeld: () => false,
     ledger: opts.ledger ?? [],
-    registered: new Set(),
+    registered: opts.registered ?? new Set(),
   });
-  return decideBinding(b, plan, m, opts.usedBy ?? [], opts.failure);
+  const workloads = { usedBy: opts.usedBy ?? [], poolPrefix: opts.poolPrefix };
+  return decideBinding(b, plan, m, workloads, opts.failure, opts.drain);
 }
 
 const qwen = (over: Parameters<typeof binding>[2] = {}) =>
@@ -59,6 +64,22 @@ describe('decideBinding: grants', () => {
       usage: '280Gi',
       overQuota: false,
     });
+  });
+
+  it('says a grant below the ceiling is a cut by what the master can allocate, and what gives the full ceiling', () => {
+    const m = report({
+      figures: figures({ qwen: { requestedBytes: 8n * gi, effectiveBytes: 6871947674n } }),
+    });
+    const said = messageOf(decide(qwen({ ceiling: '8Gi' }), m), 'QuotaGranted');
+    assert.match(said, /^the master grants domain qwen 6\.4Gi of its 8Gi ceiling: /);
+    assert.match(said, /sum past what it can allocate/);
+    assert.match(said, /lower ceilings or give the store more member memory/);
+    assert.doesNotMatch(said, /quota\.total for full/);
+    const full = report({ figures: figures({ qwen: { requestedBytes: 8n * gi, effectiveBytes: 8n * gi } }) });
+    assert.equal(
+      messageOf(decide(qwen({ ceiling: '8Gi' }), full), 'QuotaGranted'),
+      'the master grants domain qwen 8Gi',
+    );
   });
 
   it('formats figures that are not whole binary units as plain bytes', () => {
@@ -143,17 +164,35 @@ describe('decideBinding: the master not read', () => {
 });
 
 describe('decideBinding: contested domain', () => {
-  it('is Error and names the other claimant of the domain', () => {
-    const rival = binding('team-b', 'copycat', { domain: 'qwen' });
-    const m = report({ figures: figures({ qwen: { effectiveBytes: gi } }) });
+  const m = report({ figures: figures({ qwen: { effectiveBytes: gi } }) });
+
+  it('is Error and names the other claimant of the domain in its own namespace', () => {
+    const rival = binding('team-a', 'copycat', { domain: 'qwen' });
     const d = decide(qwen(), m, { others: [rival] });
     assert.equal(d.phase, 'Error');
     assert.deepEqual(conditionOf(d, 'DomainExclusive'), {
       status: 'False',
       reason: 'DomainClaimedByMultipleBindings',
     });
-    assert.match(d.phaseMessage, /domain qwen is also claimed on this master by team-b\/copycat/);
+    assert.match(
+      d.phaseMessage,
+      /domain qwen is also claimed on this master by team-a\/copycat; .*delete one of them/,
+    );
     assert.doesNotMatch(d.phaseMessage, /team-a\/qwen/);
+  });
+
+  it('does not name a claimant in another namespace, only counts it, and says how to get out', () => {
+    const rivals = [
+      binding('team-b', 'copycat', { domain: 'qwen' }),
+      binding('team-a', 'twin', { domain: 'qwen' }),
+    ];
+    const d = decide(qwen(), m, { others: rivals });
+    assert.equal(messageOf(d, 'DomainExclusive'), d.phaseMessage);
+    assert.match(
+      d.phaseMessage,
+      /^domain qwen is also claimed on this master by team-a\/twin and 1 Binding in another namespace; .*create one with another spec\.domain\.name/,
+    );
+    assert.doesNotMatch(d.phaseMessage, /team-b|copycat/);
   });
 });
 
@@ -173,11 +212,22 @@ describe('decideBinding: deletion', () => {
     assert.equal(d.status.effectiveQuota, '1Gi', 'a held Binding still receives its figures');
   });
 
-  it('is not released while the master refuses to drop the non-empty domain', () => {
+  it('is not released while its domain holds data, and names the data, the rule and the command', () => {
     const failure = { kind: 'TenantNotEmpty' as const, message: 'TENANT_NOT_EMPTY' };
-    const d = decide(qwen({ deleting: true }), m, { failure });
+    const held = report({ figures: figures({ qwen: { effectiveBytes: gi, usageBytes: 3n * 2n ** 20n } }) });
+    const d = decide(qwen({ deleting: true }), held, { failure });
     assert.deepEqual(conditionOf(d, 'Releasable'), { status: 'False', reason: 'LedgerNotReleased' });
-    assert.match(d.phaseMessage, /refuses to drop domain qwen while it holds data; drain it/);
+    assert.equal(
+      d.phaseMessage,
+      "KVCachePoolBinding team-a/qwen is not released: domain qwen holds 3Mi on the master (its charged memory; the master counts no objects per domain); the master refuses to drop a domain that holds data, and deleting the Binding drops this domain's cached KV: recomputable, but its engines pay the prefill again. To remove that data and finish the deletion: kubectl annotate kvcachepoolbinding qwen -n team-a kvcache.gpustack.ai/purge-on-delete=true",
+    );
+  });
+
+  it('says a domain holding no charged memory keeps copies on a disk tier', () => {
+    const failure = { kind: 'TenantNotEmpty' as const, message: 'TENANT_NOT_EMPTY' };
+    const empty = report({ figures: figures({ qwen: { effectiveBytes: gi, usageBytes: 0n } }) });
+    const d = decide(qwen({ deleting: true }), empty, { failure });
+    assert.match(d.phaseMessage, /domain qwen holds objects the master charges no memory for/);
   });
 
   it('says the release request failed when its outcome is unknown', () => {
@@ -187,6 +237,44 @@ describe('decideBinding: deletion', () => {
     assert.match(
       d.phaseMessage,
       /removing domain qwen from the ledger failed: connect ECONNREFUSED; retrying/,
+    );
+  });
+});
+
+describe('decideBinding: purge-on-delete (decision 32)', () => {
+  const failure = { kind: 'TenantNotEmpty' as const, message: 'TENANT_NOT_EMPTY' };
+  const asked = (over: Parameters<typeof binding>[2] = {}) =>
+    qwen({ deleting: true, annotations: { 'kvcache.gpustack.ai/purge-on-delete': 'true' }, ...over });
+  const m = report({ figures: figures({ qwen: { effectiveBytes: gi, usageBytes: 2n ** 20n } }) });
+  const registered = new Set(['qwen']);
+  const ledger = [{ tenant: 'qwen', requestedBytes: 600n * gi, explicitPolicy: true }];
+
+  it('is Purging while objects in their lease are left, saying how many were removed', () => {
+    const d = decide(asked(), m, { failure, registered, ledger, drain: { backend: 'dram', purged: 5 } });
+    assert.deepEqual(conditionOf(d, 'Releasable'), { status: 'False', reason: 'Purging' });
+    assert.match(
+      d.phaseMessage,
+      /^KVCachePoolBinding team-a\/qwen is being purged \(kvcache.gpustack.ai\/purge-on-delete\): the master removed 5 objects this pass, and domain qwen holds 1Mi on the master .*removed once it ends; retrying$/,
+    );
+  });
+
+  it('is not purged on a store with a disk tier, and names the manual way out and what it leaves', () => {
+    const drain = { backend: 'dram', refusedBy: 'a member group declares localDisks' };
+    const d = decide(asked(), m, { failure, registered, ledger, drain });
+    assert.deepEqual(conditionOf(d, 'Releasable'), { status: 'False', reason: 'PurgeUnsafeWithDiskTier' });
+    assert.match(
+      d.phaseMessage,
+      /^KVCachePoolBinding team-a\/qwen is not purged: backend dram has a disk tier \(a member group declares localDisks\), .*other domains' files included; .*kubectl patch kvcachepoolbinding qwen -n team-a --type=merge -p '\{"metadata":\{"finalizers":null\}\}'/,
+    );
+  });
+
+  it('waits for every deleted Binding of the domain to ask before purging', () => {
+    const keeps = binding('team-b', 'qwen', { domain: 'qwen', deleting: true });
+    const d = decide(asked(), m, { failure, registered, ledger, others: [keeps] });
+    assert.deepEqual(conditionOf(d, 'Releasable'), { status: 'False', reason: 'LedgerNotReleased' });
+    assert.match(
+      d.phaseMessage,
+      /The purge it asks for waits until every Binding of domain qwen being deleted carries kvcache.gpustack.ai\/purge-on-delete=true$/,
     );
   });
 });
@@ -249,5 +337,21 @@ describe('decideBinding: a ceiling above its pool’s total', () => {
       messageOf(d, 'QuotaGranted'),
       'spec.quota.ceiling 1000Gi is more than pool shared-dram’s quota.total of 900Gi, so it is not written to the master; lower the ceiling or raise the pool’s total',
     );
+  });
+});
+
+describe('decideBinding: prompt tokens served from the pool', () => {
+  const served = { hitTokens: 4096, queriedTokens: 8192, hitRatio: '0.5' };
+
+  it('publishes what its ModelDeployments’ engines counted, even when the master was not read', () => {
+    for (const m of [
+      report(),
+      report({ figures: undefined, unresolved: { reason: 'EndpointsNotPublished', message: 'down' } }),
+    ])
+      assert.deepEqual(decide(qwen(), m, { poolPrefix: served }).status.poolPrefix, served);
+  });
+
+  it('publishes nothing when none reported (absent, not zero)', () => {
+    assert.equal(decide(qwen(), report()).status.poolPrefix, undefined);
   });
 });

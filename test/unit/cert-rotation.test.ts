@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { planRotation, type RotationPolicy } from '../../src/kube/cert-rotation.ts';
+import { planRotation, type RotationPolicy, stagedCaPublishedSince } from '../../src/kube/cert-rotation.ts';
 
 const day = 86_400_000;
 const policy: RotationPolicy = {
@@ -36,10 +36,19 @@ describe('planRotation', () => {
     });
   });
 
-  it('promotes a staged CA only after the propagation period, and then reissues the serving pair', () => {
-    const staged = { ...fresh, caNotAfter: now + 1000 * day, stagedCaSince: now };
+  it('promotes a staged CA only once every CA bundle has carried it for the propagation period', () => {
+    const staged = { ...fresh, caNotAfter: now + 1000 * day, stagedCa: { publishedSince: now } };
     assert.deepEqual(planRotation(staged, now + 299_999, policy), { ca: 'keep', serving: false });
     assert.deepEqual(planRotation(staged, now + 300_000, policy), { ca: 'promote', serving: true });
+  });
+
+  it('never promotes a staged CA the API server was not given, however long ago it was staged', () => {
+    const unpublished = { ...fresh, caNotAfter: now + 1000 * day, stagedCa: {} };
+    assert.deepEqual(planRotation(unpublished, now + 30 * day, policy), { ca: 'keep', serving: false });
+    assert.deepEqual(planRotation({ ...unpublished, servingNotAfter: now }, now, policy), {
+      ca: 'keep',
+      serving: true,
+    });
   });
 
   it('does not wait for propagation when the CA has already expired', () => {
@@ -47,9 +56,21 @@ describe('planRotation', () => {
       ca: 'replace',
       serving: true,
     });
-    assert.deepEqual(planRotation({ ...fresh, caNotAfter: now, stagedCaSince: now }, now, policy), {
+    assert.deepEqual(planRotation({ ...fresh, caNotAfter: now, stagedCa: {} }, now, policy), {
       ca: 'promote',
       serving: true,
     });
+  });
+});
+
+describe('stagedCaPublishedSince', () => {
+  it('starts the wait when every CA bundle is first seen to carry the staged CA, and keeps it', () => {
+    assert.equal(stagedCaPublishedSince(undefined, true, now), now);
+    assert.equal(stagedCaPublishedSince(now - 60_000, true, now), now - 60_000);
+  });
+
+  it('forgets it as soon as one bundle lacks the staged CA, so the wait starts again', () => {
+    assert.equal(stagedCaPublishedSince(undefined, false, now), undefined);
+    assert.equal(stagedCaPublishedSince(now - 60_000, false, now), undefined);
   });
 });

@@ -2,13 +2,14 @@
 // its defaults agree with the code's, least-privilege RBAC, and cert-manager on request.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parse, parseAllDocuments } from 'yaml';
 import { helmBinary, projectRoot } from '../../local/toolchain.ts';
 import { chartDir, helmTemplate } from '../../scripts/manifests.ts';
-import { settingDefaults } from '../../src/api/setting.ts';
+import { settingDefaults, settings } from '../../src/api/setting.ts';
+import { renderSettingsTable, settingsTableMarkers } from '../../src/cli/chart-files.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 
 type Obj = KubeObject & Record<string, unknown>;
@@ -97,6 +98,39 @@ describe('the kvpool chart', () => {
     assert.equal(
       (images[0] as Obj & { spec: { value: string } }).spec.value,
       `registry.example.com/${settingDefaults['kv-cache-backend-image']}`,
+    );
+  });
+
+  it('documents every Setting the operator reads, from the one list in the code, and no other', () => {
+    const readme = readFileSync(join(chartDir, 'README.md'), 'utf8');
+    const { begin, end } = settingsTableMarkers;
+    const table = readme.slice(readme.indexOf(begin) + begin.length, readme.indexOf(end)).trim();
+    assert.equal(table, renderSettingsTable(), 'the README table is stale: run `npm run manifests`');
+    const read = new Set<string>(settings.map((s) => s.name));
+    // Any page that calls something a Setting names one the operator reads.
+    const pages = [
+      join(projectRoot, 'README.md'),
+      join(chartDir, 'README.md'),
+      join(chartDir, 'values.yaml'),
+      ...readdirSync(join(projectRoot, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => join(projectRoot, 'docs', f)),
+    ];
+    const named = /`([a-z0-9]+(?:-[a-z0-9]+)+)` Setting|Setting `?([a-z0-9]+(?:-[a-z0-9]+)+)/g;
+    const unread = pages.flatMap((page) =>
+      [...readFileSync(page, 'utf8').matchAll(named)]
+        .map((m) => m[1] ?? m[2]!)
+        .filter((name) => !read.has(name))
+        .map((name) => `${page.slice(projectRoot.length + 1)}: ${name}`),
+    );
+    assert.deepEqual(unread, []);
+    const values = parse(readFileSync(join(chartDir, 'values.yaml'), 'utf8')) as {
+      settings: { values: Record<string, string> };
+    };
+    assert.deepEqual(
+      Object.keys(values.settings.values).filter((name) => !read.has(name)),
+      [],
+      'values.yaml sets a Setting the operator does not read',
     );
   });
 
@@ -199,7 +233,7 @@ describe('the kvpool chart', () => {
       'app.kubernetes.io/component': 'leader',
     });
     const endpoint = pm!.spec.podMetricsEndpoints[0]!;
-    assert.equal(endpoint.port, 'admin');
+    assert.equal(endpoint.port, 'metrics', 'the read-only metrics port, never the admin API');
     assert.deepEqual(endpoint.relabelings[0], {
       sourceLabels: ['__meta_kubernetes_pod_ready'],
       regex: 'true',
@@ -207,7 +241,7 @@ describe('the kvpool chart', () => {
     });
   });
 
-  it('adds the monitoring namespace, and only it, to who may reach the store leaders’ admin port', () => {
+  it('adds the monitoring namespace, and only it, to who may reach the store leaders’ read-only metrics port, never the admin port', () => {
     type Policy = Obj & {
       spec: {
         podSelector: { matchLabels: Record<string, string> };
@@ -223,7 +257,7 @@ describe('the kvpool chart', () => {
     assert.deepEqual(np!.spec.policyTypes, ['Ingress']);
     assert.deepEqual(np!.spec.ingress, [
       {
-        ports: [{ port: 9003, protocol: 'TCP' }],
+        ports: [{ port: 9005, protocol: 'TCP' }],
         from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
       },
     ]);
@@ -232,6 +266,11 @@ describe('the kvpool chart', () => {
       'NetworkPolicy',
     ) as Policy[];
     assert.deepEqual(wider!.spec.ingress[0]!.from?.[1], { ipBlock: { cidr: '10.1.2.3/32' } });
+    assert.deepEqual(
+      wider!.spec.ingress.flatMap((rule) => rule.ports.map((p) => p.port)),
+      [9005],
+      'no peer the chart adds reaches the admin port (9003), which also serves writes',
+    );
     assert.equal(
       find(render(['--set', 'metrics.store.networkPolicy.enabled=false']), 'NetworkPolicy').length,
       0,
@@ -317,6 +356,7 @@ describe('the kvpool chart', () => {
         resourceNames: ['kvpool-operator'],
         verbs: ['get', 'patch'],
       },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['list', 'delete'] },
     ]);
     const [job] = find(hooks, 'Job') as (Obj & {
       spec: { template: { spec: { containers: { args: string[] }[] } } };

@@ -56,11 +56,24 @@ describe('vLLM family (file vehicle)', () => {
       '--max-model-len',
       '4096',
       '--kv-transfer-config',
-      '{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}',
+      '{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both","kv_load_failure_policy":"recompute"}',
       '--kv-cache-dtype',
       'fp8_e4m3',
       '--block-size',
       '16',
+    ]);
+  });
+
+  it('renders a float32 domain as the engine spells it: float32 weights, whose KV the engine keeps in float32', () => {
+    const f32 = { ...connection, domain: { ...connection.domain, dtype: 'float32', blockSize: 64 } };
+    const out = inject({ connection: f32 });
+    assert.deepEqual(out.container.args?.slice(-6), [
+      '--dtype',
+      'float32',
+      '--kv-cache-dtype',
+      'auto',
+      '--block-size',
+      '64',
     ]);
   });
 
@@ -113,7 +126,17 @@ describe('vLLM family (file vehicle)', () => {
     assert.deepEqual(config({ engine: 'vllm-ascend' }), {
       kv_connector: 'AscendStoreConnector',
       kv_role: 'kv_both',
+      kv_load_failure_policy: 'recompute',
     });
+  });
+
+  it('recomputes what a failed or stalled load would have brought, unless failing is asked for', () => {
+    const policy = (change: Partial<InjectInput>) =>
+      JSON.parse(after(inject(change).container.args, '--kv-transfer-config')!).kv_load_failure_policy;
+    assert.equal(policy({}), 'recompute');
+    assert.equal(policy({ loadFailurePolicy: 'recompute' }), 'recompute');
+    assert.equal(policy({ loadFailurePolicy: 'fail' }), 'fail');
+    assert.equal(policy({ engine: 'vllm-ascend', loadFailurePolicy: 'fail' }), 'fail');
   });
 
   it('renders no dtype when the Setting does not own it', () => {
@@ -165,6 +188,18 @@ describe('SGLang (environment vehicle)', () => {
       'fp8_e4m3',
       '--page-size',
       '16',
+    ]);
+  });
+
+  it("leaves the storage prefetch policy to SGLang, whose default (timeout) bounds a slow store's wait", () => {
+    assert.equal(
+      sglang({ loadFailurePolicy: 'fail' }).container.args?.includes('--hicache-storage-prefetch-policy'),
+      false,
+    );
+    const container = { ...sglangContainer, args: ['--hicache-storage-prefetch-policy', 'wait_complete'] };
+    assert.deepEqual(sglang({ container }).container.args?.slice(0, 2), [
+      '--hicache-storage-prefetch-policy',
+      'wait_complete',
     ]);
   });
 

@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import type { ModelDeployment } from '../../src/api/types.ts';
+import { kinds } from '../../src/api/kinds.ts';
+import type { KVCacheBackend, ModelDeployment } from '../../src/api/types.ts';
 import { doctor } from '../../src/cli/plugin/doctor.ts';
 import { renderDoctor } from '../../src/cli/plugin/render-doctor.ts';
 import { quotaBar, renderStatus } from '../../src/cli/plugin/render-status.ts';
@@ -14,6 +15,7 @@ import type { Snapshot } from '../../src/cli/plugin/snapshot.ts';
 import { figure, statusModel } from '../../src/cli/plugin/status-model.ts';
 import { type Scrape, topModel } from '../../src/cli/plugin/top-model.ts';
 import { clientLine, engineVersion, storeLine } from '../../src/cli/plugin/version-lines.ts';
+import { withDisplayFigures } from '../../src/model/display-figures.ts';
 import { goldenTests, goldenTextTests } from './golden.ts';
 
 const fixtures = new URL('./fixtures/plugin/', import.meta.url);
@@ -25,8 +27,8 @@ const scrapes = new Map<string, Scrape>(
     b.metadata.name === 'bad-image'
       ? { error: 'no leader Pod is ready' }
       : b.metadata.name === 'mooncake-dram'
-        ? { source: 'Pod gpustack-system/mooncake-dram-leader:9003 through the API server', text: metrics }
-        : { source: `Pod gpustack-system/${b.metadata.name}-leader:9003 through the API server`, text: '' },
+        ? { source: 'Pod gpustack-system/mooncake-dram-leader:9005 through the API server', text: metrics }
+        : { source: `Pod gpustack-system/${b.metadata.name}-leader:9005 through the API server`, text: '' },
   ]),
 );
 const golden = new URL('./golden/plugin/', import.meta.url);
@@ -84,6 +86,66 @@ describe('kubectl kvpool doctor', () => {
     assert.equal(report.healthy, false);
   });
 
+  it('names the purge-on-delete command for a deleted Binding whose domain holds data', () => {
+    const held = structuredClone(
+      snapshot.bindings.find((b) => b.metadata.namespace === 'team-a' && b.metadata.name === 'team-a')!,
+    );
+    held.status!.conditions = [
+      {
+        type: 'Releasable',
+        status: 'False',
+        reason: 'LedgerNotReleased',
+        message: 'KVCachePoolBinding team-a/team-a is not released: domain default holds 3Mi on the master',
+        lastTransitionTime: '2025-01-01T00:00:00Z',
+      },
+    ];
+    const found = doctor({ ...snapshot, bindings: [held] })
+      .checks.find((c) => c.id === 'deletion-held')!
+      .findings.find((f) => f.object === 'KVCachePoolBinding/team-a/team-a');
+    assert.match(
+      found!.fix,
+      /kubectl annotate kvcachepoolbinding team-a -n team-a kvcache\.gpustack\.ai\/purge-on-delete=true$/,
+    );
+  });
+
+  it('makes a refused tier an error, and sends a member stopped by it to that row', () => {
+    const dirty = snapshot.backends.find((b) => b.metadata.name === 'disk-dirty')!;
+    const at = '2025-01-01T00:00:00Z';
+    const refused = {
+      ...dirty,
+      status: {
+        ...dirty.status,
+        conditions: [
+          ...(dirty.status?.conditions ?? []).filter(
+            (c) => !['TierWasEmpty', 'MembersMounted'].includes(c.type),
+          ),
+          {
+            type: 'TierWasEmpty',
+            status: 'False' as const,
+            reason: 'ForeignContentRefused',
+            message:
+              'the tier directory holds files this backend did not write on kvpool-node-1: 1 (no marker)',
+            lastTransitionTime: at,
+          },
+          {
+            type: 'MembersMounted',
+            status: 'False' as const,
+            reason: 'MemberInitCrashLooping',
+            message:
+              'member Pod disk-dirty-member-0-x on kvpool-node-1: container local-disk-survey restarted 3 times, last exit code 1: entries=1 control=20 tier=refused marker=none',
+            lastTransitionTime: at,
+          },
+        ],
+      },
+    };
+    const report = doctor({ ...snapshot, backends: [refused] });
+    const on = (id: string) =>
+      report.checks.find((c) => c.id === id)?.findings.find((f) => f.object === 'KVCacheBackend/disk-dirty');
+    assert.equal(on('preexisting-tier-content')?.severity, 'error');
+    assert.match(on('preexisting-tier-content')!.fix, /foreignContent: Remove/);
+    assert.match(on('member-shortfall')!.fix, /see the preexisting-tier-content row/);
+  });
+
   it('calls a cluster with only expected states healthy', () => {
     const quiet = doctor({
       ...snapshot,
@@ -120,9 +182,71 @@ describe('figures people read', () => {
     assert.match(team.effective!.bytes, /^\d+$/);
     assert.equal(team.effective!.display, formatOf(team.effective!.bytes));
   });
+
+  it('prints a backend’s capacity as `kubectl get kvcb` does: the same field, the same figure', () => {
+    // Step 5's disk store: two members of 8Gi memory and a 100Gi tier each, as the master reports them.
+    const column = kinds.KVCacheBackend.columns.find((c) => c.name === 'Capacity')!;
+    assert.equal(column.jsonPath, '.status.display.capacity');
+    const dram = snapshot.backends.find((b) => b.metadata.name === 'mooncake-dram')!;
+    for (const total of ['16Gi', '216Gi']) {
+      const status = withDisplayFigures('KVCacheBackend', {
+        ...dram.status,
+        capacity: { total, used: '0' },
+      }) as NonNullable<KVCacheBackend['status']> & { display?: { capacity?: string } };
+      const disk = { ...dram, metadata: { ...dram.metadata, name: 'mooncake-disk' }, status };
+      const printed = renderStatus(statusModel({ ...snapshot, backends: [disk] }));
+      assert.equal(status.display?.capacity, total);
+      assert.match(printed, new RegExp(`^KVCacheBackend mooncake-disk .* capacity ${total} `, 'm'));
+    }
+  });
 });
 
 const formatOf = (bytes: string) => figure(bytes)!.display;
+
+describe('prompt tokens served from the pool', () => {
+  // The recorded snapshot, with the figures the operator writes once engines have served from the pool.
+  const served: Snapshot = structuredClone(snapshot);
+  const chat = served.deployments.find((m) => m.metadata.name === 'qwen-chat')!;
+  chat.status = { ...chat.status, poolPrefix: { hitTokens: 768, queriedTokens: 1536, hitRatio: '0.5' } };
+  const sglang = served.deployments.find((m) => m.metadata.name === 'sglang-chat')!;
+  sglang.status = { ...sglang.status, poolPrefix: { hitTokens: 64 } };
+  const teamA = served.bindings.find(
+    (b) => b.metadata.name === 'team-a' && b.metadata.namespace === 'team-a',
+  )!;
+  teamA.status = { ...teamA.status, poolPrefix: { hitTokens: 832, queriedTokens: 1536, hitRatio: '0.5' } };
+
+  it('status shows them under each ModelDeployment and Binding, and says so when not reported', () => {
+    const text = renderStatus(statusModel(served));
+    assert.match(
+      text,
+      /KVCachePoolBinding team-a\/team-a .*\n.*\n.*prompt tokens served from the pool: 832 of 1536 looked up \(50\.0%\)/,
+    );
+    assert.match(
+      text,
+      /qwen-chat .*\n.*prompt tokens served from the pool: 768 of 1536 looked up \(50\.0%\)/,
+    );
+    assert.match(text, /sglang-chat .*\n.*prompt tokens served from the pool: 64\n/);
+    assert.match(text, /qwen-chat-fp8 .*\n.*prompt tokens served from the pool: not reported/);
+  });
+
+  it('top shows them per domain, — when not reported', () => {
+    const text = renderTop(topModel(served, scrapes));
+    assert.match(text, /default\s+team-a\/team-a\s+384Ki\s+6\.1Gi\s+8Gi\s+no\s+832\s+50\.0%/);
+    assert.match(text, /llama-8b-v1\s+team-b\/team-b\s+0\s+6\.1Gi\s+8Gi\s+no\s+—\s+—/);
+  });
+
+  it('-o json carries the status figures as they are', () => {
+    const team = statusModel(served)
+      .backends.find((b) => b.name === 'mooncake-dram')!
+      .pools[0]!.bindings.find((b) => b.name === 'team-a')!;
+    assert.deepEqual(team.poolPrefix, { hitTokens: 832, queriedTokens: 1536, hitRatio: '0.5' });
+    assert.deepEqual(team.deployments.find((m) => m.name === 'qwen-chat')?.poolPrefix, {
+      hitTokens: 768,
+      queriedTokens: 1536,
+      hitRatio: '0.5',
+    });
+  });
+});
 
 describe('engine and store version lines', () => {
   it('reads the Mooncake line from the store image tags in use', () => {

@@ -98,6 +98,7 @@ export interface BindingOptions {
   blockSize?: number;
   dtype?: string;
   deleting?: boolean;
+  annotations?: Record<string, string>;
   status?: KVCachePoolBinding['status'];
 }
 
@@ -106,7 +107,12 @@ export function binding(ns: string, name: string, opts: BindingOptions = {}): KV
   return {
     apiVersion: 'worker.gpustack.ai/v1',
     kind: 'KVCachePoolBinding',
-    metadata: { namespace: ns, name, ...(opts.deleting ? { deletionTimestamp: deletedAt } : {}) },
+    metadata: {
+      namespace: ns,
+      name,
+      ...(opts.deleting ? { deletionTimestamp: deletedAt } : {}),
+      ...(opts.annotations ? { annotations: opts.annotations } : {}),
+    },
     spec: {
       poolRef: { name: opts.pool ?? 'shared-dram' },
       quota: { ceiling: opts.ceiling ?? '8Gi' },

@@ -1,12 +1,13 @@
 // The committed generated files are exactly what the code generates: deploy/crds and the chart's CRDs
 // from the schemas in src/api, the chart's webhook configurations from the hooks in src/webhooks, and
-// deploy/install.yaml from the chart (`helm template` with its defaults).
+// the non-Helm install (deploy/namespace.yaml, crds.yaml, install.yaml) from the chart (`helm template`
+// with its defaults).
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { projectRoot } from '../../local/toolchain.ts';
-import { generatedSourceFiles, installYamlPath, renderInstallYaml } from '../../scripts/manifests.ts';
+import { generatedSourceFiles, renderInstallFiles } from '../../scripts/manifests.ts';
 
 const fix = 'run `npm run manifests` after a schema, hook or chart change';
 
@@ -23,6 +24,6 @@ test(`deploy/crds and the chart's generated files match the code (${fix})`, () =
   }
 });
 
-test(`deploy/install.yaml is the chart rendered with its defaults (${fix})`, () => {
-  assert.equal(readFileSync(installYamlPath, 'utf8'), renderInstallYaml());
+test(`deploy/namespace.yaml, crds.yaml and install.yaml are the chart rendered with its defaults (${fix})`, () => {
+  for (const [path, text] of renderInstallFiles()) assert.equal(readFileSync(path, 'utf8'), text, path);
 });

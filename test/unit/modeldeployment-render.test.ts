@@ -263,6 +263,23 @@ describe('ModelDeployment workloads', () => {
     });
   });
 
+  it('recomputes a failed or stalled load, and fails it only for a deployment annotated so', () => {
+    const policyOf = (m: ModelDeployment) =>
+      JSON.parse(after(engine(m, ctx(teamA)).command, '--kv-transfer-config')!).kv_load_failure_policy;
+    assert.equal(policyOf(step3), 'recompute');
+    const annotated = (value: string) => ({
+      ...step3,
+      metadata: { ...step3.metadata, annotations: { 'kvcache.gpustack.ai/kv-load-failure-policy': value } },
+    });
+    assert.equal(policyOf(annotated('fail')), 'fail');
+    assert.equal(policyOf(annotated('recompute')), 'recompute');
+    assert.equal(
+      policyOf(annotated('sometimes')),
+      'recompute',
+      'admission refuses it; never fail by accident',
+    );
+  });
+
   it('tells the Prefill and Decode roles their kind in the connector', () => {
     const pd = md('qwen-pd', {}, [
       role('local', { name: 'prefill', kind: 'Prefill' }),
@@ -316,9 +333,58 @@ describe('ModelDeployment workloads', () => {
         renderModelDeployment(versioned(role('nvidia-a10g')), { ...ctx(teamA), runtimeVersions: new Map() }),
       /^Error: role server: no node of InstanceType nvidia-a10g \(label acceleratable\.feature\.gpustack\.ai\/nvidia-a10g=true\) reports acceleratable\.feature\.gpustack\.ai\/nvidia\.runtime-version, so no gpustack\/runner tag can be formed; label the nodes, or set spec\.roles\[\]\.image \(role server\) or spec\.engine\.image$/,
     );
+  });
+});
+
+describe('the rights engine Pods run with', () => {
+  const baselineRule =
+    "the operator creates engine Pods with its own rights, so a ModelDeployment may not ask for what Pod Security 'baseline' forbids";
+
+  it('mounts no service account token unless the role asks for one', () => {
+    for (const [name, [m, c]] of Object.entries(goldens))
+      for (const d of renderModelDeployment(m, c).deployments)
+        assert.equal(d.spec?.template.spec?.automountServiceAccountToken, false, name);
+    const asking = md('x', {}, [role('local', { automountServiceAccountToken: true })]);
+    assert.equal(template(asking, ctx(teamA)).spec.automountServiceAccountToken, true);
+    assert.notEqual(
+      template(asking, ctx(teamA)).metadata.annotations[templateHashAnnotation],
+      template(step3, ctx(teamA)).metadata.annotations[templateHashAnnotation],
+    );
+  });
+
+  it('renders no host namespace, host port, host path or container privilege from any role field', () => {
+    const everything = md('x', {}, [
+      role('local', {
+        privileged: false,
+        imagePullPolicy: 'IfNotPresent',
+        imagePullSecrets: [{ name: 'registry' }],
+        ports: [{ port: 8000 }, { port: 9000, protocol: 'UDP' }],
+        additionalVolumes: [
+          { name: 'weights', persistentVolumeClaim: { claimName: 'weights' }, mountPath: '/models' },
+        ],
+        shmSize: '1Gi',
+        env: [{ name: 'HF_HUB_OFFLINE', value: '1' }],
+      }),
+    ]);
+    const t = template(everything, ctx(teamA));
+    for (const key of ['hostNetwork', 'hostPID', 'hostIPC', 'securityContext'] as const)
+      assert.equal(t.spec[key], undefined, key);
+    assert.equal(t.spec.containers[0]!.securityContext, undefined);
+    assert.ok(t.spec.containers[0]!.ports!.every((p) => p.hostPort === undefined));
+    assert.ok(t.spec.volumes!.every((v) => v.hostPath === undefined));
+  });
+
+  it('refuses to render a privileged role or a hostPath volume stored before admission refused them', () => {
+    const escalated = (change: Partial<ModelDeploymentRole>) => md('x', {}, [role('local', change)]);
     assert.throws(
-      () => renderModelDeployment(versioned(role('local')), ctx(teamA)),
-      /InstanceType local has no accelerator.*set spec\.roles\[\]\.image \(role server\) or spec\.engine\.image$/,
+      () => renderModelDeployment(escalated({ privileged: true }), ctx(teamA)),
+      (err: Error) => err.message.startsWith(`role server: spec.roles[0].privileged: ${baselineRule}; `),
+    );
+    const node = { name: 'node', hostPath: { path: '/' }, mountPath: '/host' };
+    assert.throws(
+      () => renderModelDeployment(escalated({ additionalVolumes: [node] }), ctx(teamA)),
+      (err: Error) =>
+        err.message.startsWith(`role server: spec.roles[0].additionalVolumes[0].hostPath: ${baselineRule}; `),
     );
   });
 });

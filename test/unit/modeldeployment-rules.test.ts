@@ -33,12 +33,22 @@ const context = (over: Partial<ModelDeploymentAdmissionContext> = {}): ModelDepl
 
 function md(
   role: Partial<ModelDeploymentRole> = {},
-  opts: { engine?: 'vLLM' | 'SGLang'; kvCache?: boolean; finalizers?: string[] } = {},
+  opts: {
+    engine?: 'vLLM' | 'SGLang';
+    kvCache?: boolean;
+    finalizers?: string[];
+    annotations?: Record<string, string>;
+  } = {},
 ): ModelDeployment {
   return {
     apiVersion: 'worker.gpustack.ai/v1',
     kind: 'ModelDeployment',
-    metadata: { name: 'chat', namespace: 'team-a', finalizers: opts.finalizers ?? [] },
+    metadata: {
+      name: 'chat',
+      namespace: 'team-a',
+      finalizers: opts.finalizers ?? [],
+      ...(opts.annotations ? { annotations: opts.annotations } : {}),
+    },
     spec: {
       model: { name: 'Qwen/Qwen2.5-7B-Instruct' },
       engine: { name: opts.engine ?? 'vLLM', version: '0.29.0' },
@@ -119,6 +129,104 @@ describe('validateModelDeployment: a stored deployment with an owned flag', () =
   });
 });
 
+describe('validateModelDeployment: kv_load_failure_policy', () => {
+  const policy = 'kvcache.gpustack.ai/kv-load-failure-policy';
+  const onPurpose = { annotations: { [policy]: 'fail' } };
+  const failing =
+    '{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both","kv_load_failure_policy":"fail"}';
+  const takeOver = (...flags: string[]) => ({ command: ['vllm', 'serve', 'm', ...flags] });
+
+  it('refuses it in extraArgs with the rule, and names the annotation that asks for fail on purpose', () => {
+    for (const args of [
+      ['--kv-transfer-config.kv_load_failure_policy=fail'],
+      ['--kv_transfer_config.kv_load_failure_policy', 'fail'],
+      ['--kv-transfer-config', failing],
+    ]) {
+      const errors = errorsOf(md({ extraArgs: args }));
+      assert.equal(errors.length, 1, args.join(' '));
+      assert.match(
+        errors[0]!,
+        /^spec\.roles\[0\]\.extraArgs\[0\]: \S+ sets kv_load_failure_policy to fail, which the operator writes on vLLM: recompute, so a load from the store that fails or stalls is computed again instead of failing the request with HTTP 500; remove it \(a second --kv-transfer-config would replace the connector's\), and to fail such requests on purpose annotate the ModelDeployment kvcache\.gpustack\.ai\/kv-load-failure-policy: "fail"$/,
+        args.join(' '),
+      );
+    }
+    assert.match(
+      errorsOf(md({ extraArgs: ['--kv-transfer-config.kv_load_failure_policy=recompute'] }))[0]!,
+      /sets kv_load_failure_policy to recompute, which the operator writes on vLLM: recompute/,
+    );
+    assert.equal(
+      errorsOf(md({ extraArgs: ['--kv-transfer-config.kv_load_failure_policy=fail'] }, onPurpose)).length,
+      1,
+    );
+  });
+
+  it('refuses fail in a take-over role’s own --kv-transfer-config unless the deployment says it is on purpose', () => {
+    assert.deepEqual(errorsOf(md(takeOver('--kv-transfer-config', failing))), [
+      `spec.roles[0].command[4]: kv_load_failure_policy fail makes vLLM answer the request with HTTP 500 when its load from the store fails or stalls (a busy member, an object whose lease ran out); set it to recompute, or annotate the ModelDeployment ${policy}: "fail" if failing is intended`,
+    ]);
+    assert.match(
+      errorsOf(
+        md(
+          takeOver(
+            '--kv-transfer-config.kv_connector=MooncakeStoreConnector',
+            '--kv_transfer_config.kv_role',
+            'kv_both',
+            '--kv-transfer-config.kv_load_failure_policy',
+            'fail',
+          ),
+        ),
+      )[0]!,
+      /^spec\.roles\[0\]\.command\[6\]: kv_load_failure_policy fail makes vLLM/,
+    );
+    const fieldsWin = takeOver('--kv-transfer-config', failing, '--kv-transfer-config.kv_role=kv_both');
+    assert.deepEqual(errorsOf(md(fieldsWin)), [], 'vLLM passes the fields after, replacing the whole object');
+    assert.deepEqual(errorsOf(md(takeOver('--kv-transfer-config', failing), onPurpose)), []);
+    const recompute = failing.replace('"fail"', '"recompute"');
+    assert.deepEqual(
+      validateModelDeployment(md(takeOver('--kv-transfer-config', recompute)), undefined, context()),
+      {
+        errors: [],
+        warnings: [],
+      },
+    );
+  });
+
+  it('warns a take-over role whose connector leaves the policy to vLLM’s default, fail', () => {
+    const { warnings } = validateModelDeployment(
+      md(takeOver('--kv-transfer-config={"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}')),
+      undefined,
+      context(),
+    );
+    assert.deepEqual(warnings, [
+      'spec.roles[0].command[3]: --kv-transfer-config names a connector but no kv_load_failure_policy, so vLLM fails the request when a load from the store fails or stalls (its default is fail); add "kv_load_failure_policy":"recompute"',
+    ]);
+  });
+
+  it('refuses an annotation that names no policy, and the annotation on SGLang', () => {
+    assert.deepEqual(errorsOf(md({}, { annotations: { [policy]: 'Fail' } })), [
+      `metadata.annotations[${policy}]: "Fail" is not a policy; set "fail" to fail a request whose load from the store fails or stalls, or remove it (the operator writes recompute)`,
+    ]);
+    assert.deepEqual(errorsOf(md({}, { engine: 'SGLang', ...onPurpose })), [
+      `metadata.annotations[${policy}] applies to vLLM only (SGLang computes what a slow or failed prefetch from the store does not bring, and has no failing policy); remove it`,
+    ]);
+    assert.deepEqual(errorsOf(md({}, { annotations: { [policy]: 'recompute' } })), []);
+  });
+
+  it('judges an annotation-only edit, and still never a finalizer-only one', () => {
+    const stored = md({}, { finalizers: ['worker.gpustack.ai/lock'] });
+    const annotated = md(
+      {},
+      { finalizers: ['worker.gpustack.ai/lock'], annotations: { [policy]: 'always' } },
+    );
+    assert.match(errorsOf(annotated, stored)[0]!, /"always" is not a policy/);
+    const takenOver = md(takeOver('--kv-transfer-config', failing), { ...onPurpose, finalizers: ['x'] });
+    const withdrawn = md(takeOver('--kv-transfer-config', failing), { finalizers: ['x'] });
+    assert.match(errorsOf(withdrawn, takenOver)[0]!, /command\[4\]: kv_load_failure_policy fail/);
+    const released = { ...takenOver, metadata: { ...takenOver.metadata, finalizers: [] } };
+    assert.deepEqual(errorsOf(released, takenOver), []);
+  });
+});
+
 describe('validateModelDeployment: transports of the pool', () => {
   it('refuses a new Binding on a pool with several transports, naming each', () => {
     const errors = errorsOf(md(), undefined, context({ poolProtocols: ['rdma', 'tcp'] }));
@@ -132,6 +240,45 @@ describe('validateModelDeployment: transports of the pool', () => {
     const edited = md({ replicas: 2 });
     assert.deepEqual(errorsOf(edited, old, context({ poolProtocols: ['rdma', 'tcp'] })), []);
     assert.deepEqual(errorsOf(md(), undefined, context({ poolProtocols: ['tcp'] })), []);
+  });
+});
+
+describe('validateModelDeployment: engines on CPU-only InstanceTypes', () => {
+  const cpu: InstanceType = {
+    ...a10g,
+    metadata: { name: 'cpu' },
+    spec: { ...a10g.spec, acceleratable: false, unitResources: { cpu: '1', ram: '6Gi' } },
+  };
+  const onCpu = (blockSize: number) =>
+    context({ instanceTypes: new Map([['cpu', cpu]]), domainBlockSize: blockSize });
+
+  it('refuses vLLM on a CPU with a domain whose blocks are not a multiple of 32 tokens, naming the fix', () => {
+    assert.deepEqual(errorsOf(md({ instanceType: 'cpu' }), undefined, onCpu(16)), [
+      "spec.roles[0].instanceType: InstanceType cpu has no accelerator, so the role runs the CPU runner, and vLLM's CPU attention needs a block size that is a multiple of 32, but KVCachePoolBinding team-a's domain cuts blocks of 16 tokens (the engine would exit at start-up); reference a Binding whose spec.domain.blockSize is a multiple of 32 (for example 64), or use an InstanceType with an accelerator",
+    ]);
+  });
+
+  it('admits a multiple of 32, an accelerator, a named image, SGLang, and a deployment without a cache', () => {
+    assert.deepEqual(errorsOf(md({ instanceType: 'cpu' }), undefined, onCpu(64)), []);
+    assert.deepEqual(
+      errorsOf(md({ instanceType: 'cpu', image: 'example/vllm:tag' }), undefined, onCpu(16)),
+      [],
+    );
+    assert.deepEqual(errorsOf(md(), undefined, context({ domainBlockSize: 16 })), []);
+    assert.deepEqual(errorsOf(md({ instanceType: 'cpu' }, { engine: 'SGLang' }), undefined, onCpu(16)), []);
+    assert.deepEqual(errorsOf(md({ instanceType: 'cpu' }, { kvCache: false }), undefined, onCpu(16)), []);
+  });
+});
+
+describe('validateModelDeployment: a float32 domain', () => {
+  it('refuses a model dtype other than float32, since the engine keeps its KV in the model’s dtype', () => {
+    const f32 = context({ domainDtype: 'float32' });
+    assert.deepEqual(errorsOf(md({ extraArgs: ['--dtype', 'bfloat16'] }), undefined, f32), [
+      "spec.roles[0].extraArgs: --dtype bfloat16 would make the engine's KV cache bfloat16, but KVCachePoolBinding team-a's domain is float32, which the operator renders as --dtype float32 --kv-cache-dtype auto; remove --dtype, or reference a Binding whose spec.domain.dtype is the one you want",
+    ]);
+    assert.deepEqual(errorsOf(md({ extraArgs: ['--dtype=float32'] }), undefined, f32), []);
+    assert.deepEqual(errorsOf(md(), undefined, f32), []);
+    assert.deepEqual(errorsOf(md({ extraArgs: ['--dtype', 'bfloat16'] })), []);
   });
 });
 
@@ -257,5 +404,130 @@ describe('validateModelDeployment: reserved ports', () => {
       [],
       'the decoder runs no bootstrap server',
     );
+  });
+});
+
+describe('validateModelDeployment: what the operator would create with its own rights', () => {
+  const rule =
+    "the operator creates engine Pods with its own rights, so a ModelDeployment may not ask for what Pod Security 'baseline' forbids";
+  const ownDeployment =
+    'run such an engine as your own Deployment whose Pods carry kvcache.gpustack.ai/inject=true';
+  const cache = {
+    name: 'cache',
+    hostPath: { path: '/var/lib/models', type: 'Directory' },
+    mountPath: '/models',
+  };
+
+  it('refuses a privileged engine, naming the field, the rule and the way out', () => {
+    const errors = errorsOf(md({ privileged: true }));
+    assert.equal(errors.length, 1, errors.join('\n'));
+    assert.ok(errors[0]!.startsWith(`spec.roles[0].privileged: ${rule}; `), errors[0]);
+    assert.ok(errors[0]!.includes(ownDeployment), errors[0]);
+  });
+
+  it('refuses a hostPath volume, naming the volume by its position and a PersistentVolumeClaim instead', () => {
+    const scratch = { name: 'scratch', emptyDir: {}, mountPath: '/scratch' };
+    const errors = errorsOf(md({ additionalVolumes: [scratch, cache] }));
+    assert.equal(errors.length, 1, errors.join('\n'));
+    assert.ok(errors[0]!.startsWith(`spec.roles[0].additionalVolumes[1].hostPath: ${rule}; `), errors[0]);
+    assert.match(errors[0]!, /persistentVolumeClaim/);
+    assert.ok(errors[0]!.includes(ownDeployment), errors[0]);
+  });
+
+  it('refuses them on a take-over role as well: command changes the argv, not whose rights run it', () => {
+    const errors = errorsOf(md({ privileged: true, command: ['vllm', 'serve', 'm'] }));
+    assert.match(errors.join('\n'), /^spec\.roles\[0\]\.privileged: /);
+  });
+
+  it('admits privileged: false and the volumes baseline allows', () => {
+    const volumes = [
+      { name: 'scratch', emptyDir: { medium: 'Memory' }, mountPath: '/scratch' },
+      {
+        name: 'weights',
+        persistentVolumeClaim: { claimName: 'weights' },
+        mountPath: '/models',
+        readOnly: true,
+      },
+      { name: 'conf', configMap: { name: 'engine-conf' }, mountPath: '/etc/engine' },
+    ];
+    assert.deepEqual(errorsOf(md({ privileged: false, additionalVolumes: volumes })), []);
+  });
+
+  it('never refuses removing the finalizer of one stored before the rule, and refuses its next spec edit', () => {
+    const stored = md(
+      { privileged: true, additionalVolumes: [cache] },
+      { finalizers: ['worker.gpustack.ai/lock'] },
+    );
+    const released = { ...stored, metadata: { ...stored.metadata, finalizers: [] } };
+    assert.deepEqual(validateModelDeployment(released, stored, context()), { errors: [], warnings: [] });
+    const scaled = md({ privileged: true, additionalVolumes: [cache], replicas: 2 });
+    assert.equal(errorsOf(scaled, stored).length, 2);
+  });
+});
+
+describe('validateModelDeployment: the store tenant a role names', () => {
+  const own = context({ tenant: { binding: 'team-a', domain: 'chat' } });
+  const sglangTakeOver = (command: string[], env: { name: string; value: string }[] = []) =>
+    md({ command, env }, { engine: 'SGLang' });
+  const launch = ['python3', '-m', 'sglang.launch_server', '--hicache-storage-backend', 'mooncake'];
+
+  it('refuses MOONCAKE_TENANT_ID on a take-over role unless it is the Binding’s domain, naming the field, the rule and the fix', () => {
+    const errors = errorsOf(
+      sglangTakeOver(launch, [{ name: 'MOONCAKE_TENANT_ID', value: 'team-b' }]),
+      undefined,
+      own,
+    );
+    assert.deepEqual(errors, [
+      `spec.roles[0].env[0]: MOONCAKE_TENANT_ID names store tenant "team-b", but a role may use only its own Binding's domain, "chat" (KVCachePoolBinding team-a's spec.domain.name): another tenant is another team's cache; set chat, or remove it and drop roles[].command (keep your arguments in extraArgs) so that the operator writes the tenant from the Binding`,
+    ]);
+    assert.deepEqual(
+      errorsOf(sglangTakeOver(launch, [{ name: 'MOONCAKE_TENANT_ID', value: 'chat' }]), undefined, own),
+      [],
+    );
+  });
+
+  it('refuses a tenant_id in a config the take-over passes inline, and one set in its shell', () => {
+    const inline = [
+      ...launch,
+      '--hicache-storage-backend-extra-config',
+      '{"master_server_address": "mooncake-dram-leader.gpustack-system.svc:50051", "tenant_id": "team-b"}',
+    ];
+    assert.match(
+      errorsOf(sglangTakeOver(inline), undefined, own).join('\n'),
+      /^spec\.roles\[0\]\.command\[6\]: tenant_id names store tenant "team-b", but a role may use only/,
+    );
+    const shell = ['bash', '-c', 'MOONCAKE_TENANT_ID=team-b exec python3 -m sglang.launch_server'];
+    assert.match(
+      errorsOf(sglangTakeOver(shell), undefined, own).join('\n'),
+      /^spec\.roles\[0\]\.command\[2\]: MOONCAKE_TENANT_ID names store tenant "team-b"/,
+    );
+    const escaped = [
+      'bash',
+      '-c',
+      `exec vllm serve m --kv-transfer-config "{\\"tenant_id\\": \\"team-b\\"}"`,
+    ];
+    assert.equal(errorsOf(md({ command: escaped }), undefined, own).length, 1);
+  });
+
+  it('refuses a tenant on a take-over role without spec.kvCache, or whose Binding does not exist', () => {
+    const env = [{ name: 'MOONCAKE_TENANT_ID', value: 'chat' }];
+    const [none] = errorsOf(
+      md({ command: launch, env }, { engine: 'SGLang', kvCache: false }),
+      undefined,
+      own,
+    );
+    assert.match(none!, /^spec\.roles\[0\]\.env\[0\]: .* no spec\.kvCache/);
+    const [missing] = errorsOf(sglangTakeOver(launch, env));
+    assert.match(missing!, /KVCachePoolBinding team-a does not exist, so it cannot be checked/);
+  });
+
+  it('refuses MOONCAKE_TENANT_ID on a managed vLLM role too: the tenant is written from the Binding', () => {
+    const errors = errorsOf(md({ env: [{ name: 'MOONCAKE_TENANT_ID', value: 'chat' }] }), undefined, own);
+    assert.equal(errors.length, 1);
+    assert.match(
+      errors[0]!,
+      /^spec\.roles\[0\]\.env\[0\]: env MOONCAKE_TENANT_ID is owned by the operator on vLLM/,
+    );
+    assert.match(errors[0]!, /could read another team's cache/);
   });
 });

@@ -2,6 +2,7 @@
 // read (KV-cache spec §2.4, §5.2, §6.2): engines get a connection only when the whole chain is Ready.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { CacheAttachedReason } from '../../src/api/model-deployment.ts';
 import type { KVCachePoolBinding, ModelDeployment } from '../../src/api/types.ts';
 import { resolveCache } from '../../src/controllers/modeldeployment/connection.ts';
 import {
@@ -10,6 +11,7 @@ import {
   type RoleView,
   roleSummary,
 } from '../../src/controllers/modeldeployment/status.ts';
+import type { ReplicaReading } from '../../src/store/replica-trend.ts';
 import {
   backend,
   binding,
@@ -18,6 +20,7 @@ import {
   conditionOf,
   externalBackend,
   group,
+  messageOf,
   pool,
   readyPool,
 } from './kvcache-builders.ts';
@@ -155,6 +158,12 @@ function view(over: Partial<DeploymentView> = {}): DeploymentView {
 
 const attached = (v: DeploymentView) => conditionOf(decideDeployment(v), 'CacheAttached');
 
+const active: ReplicaReading = {
+  totals: { storedKeys: 40, loadedKeys: 12, failedKeys: 1, prefixQueriedTokens: 1536, prefixHitTokens: 768 },
+  recent: 'active',
+  lastSuccessAt: '2026-01-01T10:00:00Z',
+};
+
 describe('decideDeployment: CacheAttached', () => {
   it('is NotApplicable without spec.kvCache', () => {
     const m = md({ kvCache: false });
@@ -170,25 +179,59 @@ describe('decideDeployment: CacheAttached', () => {
   });
 
   it('is Unknown/NoReplicaReady while no replica is ready', () => {
-    assert.deepEqual(
-      attached(view({ roles: [role({ ready: 0 })], reports: { successes: 3, failures: 0 } })),
-      {
-        status: 'Unknown',
-        reason: 'NoReplicaReady',
-      },
-    );
-  });
-
-  it('is CacheActive when a ready replica reports a successful store operation', () => {
-    assert.deepEqual(attached(view({ reports: { successes: 3, failures: 9 } })), {
-      status: 'True',
-      reason: 'CacheActive',
+    assert.deepEqual(attached(view({ roles: [role({ ready: 0 })], reports: active })), {
+      status: 'Unknown',
+      reason: 'NoReplicaReady',
     });
   });
 
-  it('is CacheOperationsFailing when replicas report store operations and none succeeded', () => {
-    const d = decideDeployment(view({ reports: { successes: 0, failures: 4 } }));
-    assert.deepEqual(conditionOf(d, 'CacheAttached'), { status: 'False', reason: 'CacheOperationsFailing' });
+  it('is CacheActive from the engines’ own counters, naming the keys stored and loaded', () => {
+    const d = decideDeployment(view({ reports: active }));
+    assert.deepEqual(conditionOf(d, 'CacheAttached'), { status: 'True', reason: 'CacheActive' });
+    assert.equal(messageOf(d, 'CacheAttached'), 'ready replicas report 40 store key(s) written and 12 read');
+  });
+
+  it('is CacheActive from SGLang’s HiCache storage counters, in tokens', () => {
+    const sglang: ReplicaReading = {
+      totals: { storedTokens: 3072, loadedTokens: 1024, prefixHitTokens: 1024 },
+      recent: 'active',
+    };
+    assert.equal(
+      messageOf(decideDeployment(view({ reports: sglang })), 'CacheAttached'),
+      'ready replicas report 3072 token(s) backed up to the store and 1024 prefetched',
+    );
+  });
+
+  it('turns False when replicas that worked now only fail, naming the failed keys and the last success', () => {
+    const failing: ReplicaReading = {
+      totals: { storedKeys: 40, loadedKeys: 12, failedKeys: 12 },
+      recent: 'failing',
+      failedKeys: 12,
+      lastSuccessAt: '2026-01-01T10:00:00Z',
+    };
+    const d = decideDeployment(view({ reports: failing, domainUsageBytes: 4096 }));
+    assert.deepEqual(conditionOf(d, 'CacheAttached'), {
+      status: 'False',
+      reason: CacheAttachedReason.CacheOperationsFailing,
+    });
+    assert.equal(
+      messageOf(d, 'CacheAttached'),
+      'ready replicas report 12 failed store key(s) and no successful one since 2026-01-01T10:00:00Z',
+    );
+  });
+
+  it('is False when replicas never stored or loaded a key and some failed', () => {
+    const never: ReplicaReading = {
+      totals: { storedKeys: 0, failedKeys: 4 },
+      recent: 'failing',
+      failedKeys: 4,
+    };
+    const d = decideDeployment(view({ reports: never }));
+    assert.equal(conditionOf(d, 'CacheAttached')?.status, 'False');
+    assert.equal(
+      messageOf(d, 'CacheAttached'),
+      'ready replicas report 4 failed store key(s) and no successful one since they were first read',
+    );
   });
 
   it('is CacheActive from the shared domain’s usage when no replica reports', () => {
@@ -196,13 +239,30 @@ describe('decideDeployment: CacheAttached', () => {
   });
 
   it('is NoObservationAvailable when nothing was reported and the domain is empty (idle is not detached)', () => {
-    for (const v of [
-      view(),
-      view({ domainUsageBytes: 0 }),
-      view({ reports: { successes: 0, failures: 0 } }),
-    ]) {
+    const quiet: ReplicaReading = { totals: { prefixHitTokens: 0 }, recent: 'quiet' };
+    for (const v of [view(), view({ domainUsageBytes: 0 }), view({ reports: quiet })]) {
       assert.deepEqual(attached(v), { status: 'Unknown', reason: 'NoObservationAvailable' });
     }
+  });
+});
+
+describe('decideDeployment: prompt tokens served from the pool', () => {
+  const served = (reports?: ReplicaReading) => decideDeployment(view({ reports })).status.poolPrefix;
+
+  it('carries the replicas’ external prefix-cache tokens and their ratio', () => {
+    assert.deepEqual(served(active), { hitTokens: 768, queriedTokens: 1536, hitRatio: '0.5' });
+  });
+
+  it('has no ratio without queries (SGLang counts none), and nothing when nothing was reported', () => {
+    assert.deepEqual(served({ totals: { loadedTokens: 64, prefixHitTokens: 64 }, recent: 'active' }), {
+      hitTokens: 64,
+    });
+    assert.deepEqual(served({ totals: { prefixHitTokens: 0, prefixQueriedTokens: 0 }, recent: 'quiet' }), {
+      hitTokens: 0,
+      queriedTokens: 0,
+    });
+    assert.equal(served(undefined), undefined);
+    assert.equal(served({ totals: { storedKeys: 3 }, recent: 'active' }), undefined);
   });
 });
 
@@ -260,6 +320,23 @@ describe('decideDeployment: rollout and phase', () => {
       decideDeployment(view({ renderFailure: why, roles: [role({ ready: 0 })] })).phase,
       'Starting',
     );
+  });
+
+  it('names a child whose name another object holds: ReplicasUpToDate ChildConflict, never Ready, no endpoint to that object', () => {
+    const taken = { kind: 'Service', namespace: 'team-a', name: 'chat' };
+    const d = decideDeployment(view({ conflicts: [taken] }));
+    assert.deepEqual(conditionOf(d, 'ReplicasUpToDate'), { status: 'False', reason: 'ChildConflict' });
+    assert.match(
+      messageOf(d, 'ReplicasUpToDate'),
+      /^Service team-a\/chat \(no controller owns it\) already exists/,
+    );
+    assert.equal(d.phase, 'Degraded', 'every replica is ready, and still a Service is missing');
+    assert.equal(d.phaseMessage, messageOf(d, 'ReplicasUpToDate'));
+    assert.equal(d.status.endpoint, undefined);
+    const taken2 = { kind: 'Deployment', namespace: 'team-a', name: 'chat-server' };
+    const starting = decideDeployment(view({ conflicts: [taken2], roles: [role({ ready: 0 })] }));
+    assert.equal(starting.phase, 'Starting');
+    assert.equal(starting.status.endpoint, 'http://chat.team-a.svc:8000');
   });
 
   it('is Deleting while being deleted, whatever its replicas', () => {

@@ -2,6 +2,8 @@
 // figures taken from status: absent figures give no sample, never a zero.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { PoolPrefix } from '../../src/api/pool-prefix.ts';
+import type { ModelDeployment } from '../../src/api/types.ts';
 import { figureSamples } from '../../src/controllers/figure-metrics.ts';
 import type { LedgerOutcome } from '../../src/controllers/pool/ledger.ts';
 import { ledgerPassFailure } from '../../src/controllers/pool/ledger-metrics.ts';
@@ -113,6 +115,42 @@ describe('kvpool figures from status', () => {
     );
   });
 
+  it('gives the prompt tokens served from the pool per ModelDeployment and per Binding, absent when not reported', () => {
+    const served = binding('team-a', 'team-a', {
+      domain: null,
+      status: { phase: 'Ready', poolPrefix: { hitTokens: 768, queriedTokens: 1536, hitRatio: '0.5' } },
+    });
+    const deployment = (name: string, poolPrefix?: PoolPrefix): ModelDeployment => ({
+      apiVersion: 'worker.gpustack.ai/v1',
+      kind: 'ModelDeployment',
+      metadata: { name, namespace: 'team-a' },
+      spec: {
+        model: { name: 'Qwen/Qwen2.5-7B-Instruct' },
+        engine: { name: 'vLLM' },
+        kvCache: { poolRef: { name: 'team-a' } },
+        roles: [{ name: 'server', instanceType: 'local-gpu' }],
+      },
+      ...(poolPrefix ? { status: { poolPrefix } } : {}),
+    });
+    const samples = figureSamples({
+      backends: [],
+      pools: [],
+      bindings: [served],
+      deployments: [deployment('chat', { hitTokens: 64 }), deployment('idle')],
+    });
+    const value = (metric: string, name: string) =>
+      samples.find((s) => s.metric === metric && (s.labels.modeldeployment ?? s.labels.binding) === name)
+        ?.value;
+    assert.equal(value('kvpool_binding_pool_prefix_hit_tokens', 'team-a'), 768);
+    assert.equal(value('kvpool_binding_pool_prefix_queried_tokens', 'team-a'), 1536);
+    assert.equal(value('kvpool_binding_pool_prefix_hit_ratio', 'team-a'), 0.5);
+    assert.equal(value('kvpool_modeldeployment_pool_prefix_hit_tokens', 'chat'), 64);
+    assert.equal(value('kvpool_modeldeployment_pool_prefix_hit_ratio', 'chat'), undefined);
+    assert.equal(value('kvpool_modeldeployment_pool_prefix_hit_tokens', 'idle'), undefined);
+    const chat = samples.find((s) => s.labels.modeldeployment === 'chat');
+    assert.deepEqual(chat?.labels, { namespace: 'team-a', modeldeployment: 'chat', binding: 'team-a' });
+  });
+
   it('names why a ledger pass did not converge, and which admin routes a scrape failed', () => {
     const outcome = (over: Partial<LedgerOutcome>): LedgerOutcome => ({
       plan: undefined as never,
@@ -121,6 +159,8 @@ describe('kvpool figures from status', () => {
       retained: new Set(),
       deleteFailures: new Map(),
       deleted: new Set(),
+      purged: new Map(),
+      purgeRefused: new Map(),
       registered: new Set(),
       wrote: false,
       ...over,

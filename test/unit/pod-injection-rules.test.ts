@@ -26,7 +26,7 @@ describe('planPodInjection: accepted Pods', () => {
       '--max-model-len',
       '4096',
       '--kv-transfer-config',
-      '{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}',
+      '{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both","kv_load_failure_policy":"recompute"}',
       '--kv-cache-dtype',
       'fp8_e4m3',
       '--block-size',
@@ -66,6 +66,16 @@ describe('planPodInjection: accepted Pods', () => {
         launchArgsForwarded: false,
       },
     );
+  });
+
+  it('writes kv_load_failure_policy fail only for a Pod annotated so', () => {
+    const policyOf = (annotations: Record<string, string>) => {
+      const args = (op(accepted(pod([vllm], annotations)), '/spec/containers/0')!.value as Container).args!;
+      return JSON.parse(args[args.indexOf('--kv-transfer-config') + 1]!).kv_load_failure_policy;
+    };
+    assert.equal(policyOf({}), 'recompute');
+    assert.equal(policyOf({ 'kvcache.gpustack.ai/kv-load-failure-policy': 'recompute' }), 'recompute');
+    assert.equal(policyOf({ 'kvcache.gpustack.ai/kv-load-failure-policy': 'fail' }), 'fail');
   });
 
   it('replaces the volume list when the Pod already has volumes', () => {
@@ -136,6 +146,22 @@ describe('planPodInjection: the annotations', () => {
     );
   });
 
+  it('refuses a kv-load-failure-policy that names no policy, and on SGLang', () => {
+    assert.equal(
+      refused(pod([vllm], { 'kvcache.gpustack.ai/kv-load-failure-policy': 'never' })),
+      'metadata.annotations[kvcache.gpustack.ai/kv-load-failure-policy]: "never" is not a policy; set "fail" to fail a request whose load from the store fails or stalls, or remove it (the injection writes recompute)',
+    );
+    assert.equal(
+      refused(
+        pod([sglang], {
+          'kvcache.gpustack.ai/engine': 'SGLang',
+          'kvcache.gpustack.ai/kv-load-failure-policy': 'fail',
+        }),
+      ),
+      'metadata.annotations[kvcache.gpustack.ai/kv-load-failure-policy] applies to vLLM only (SGLang computes what a slow or failed prefetch from the store does not bring, and has no failing policy); remove it',
+    );
+  });
+
   it('refuses a missing binding, or one with a namespace part', () => {
     const p = pod();
     delete p.metadata.annotations!['kvcache.gpustack.ai/binding'];
@@ -147,6 +173,21 @@ describe('planPodInjection: the annotations', () => {
       refused(pod([vllm], { 'kvcache.gpustack.ai/binding': 'team-b/theirs' })),
       /"team-b\/theirs" must be a Binding name in the Pod's own namespace, without a namespace part/,
     );
+  });
+
+  it('refuses a binding that is not an object name, naming the annotation, the rule and the fix', () => {
+    for (const name of ['Team_A', 'team a', '-team-a', 'team-a.', '..', 'a'.repeat(254)]) {
+      const message = refused(pod([vllm], { 'kvcache.gpustack.ai/binding': name }));
+      assert.ok(
+        message.startsWith(
+          `metadata.annotations[kvcache.gpustack.ai/binding]: "${name}" is not an object name:`,
+        ),
+        message,
+      );
+      assert.match(message, /DNS-1123 subdomain/);
+      assert.match(message, /write the name of a KVCachePoolBinding in the Pod's namespace/);
+    }
+    accepted(pod([vllm], { 'kvcache.gpustack.ai/binding': 'team-a.v2' }));
   });
 
   it('refuses a multi-container Pod that does not name its engine container', () => {
@@ -193,6 +234,16 @@ describe('planPodInjection: the container', () => {
       refused(pod([inCommand])),
       /^spec\.containers\[0\]\.command\[3\]: --kv-transfer-config is owned by the operator on vLLM: the injection writes it from the Binding; remove it, or drop the kvcache\.gpustack\.ai\/inject label/,
     );
+  });
+
+  it('refuses kv_load_failure_policy in args with the rule, naming the annotation that asks for fail', () => {
+    const own = { ...vllm, args: ['--port', '8000', '--kv-transfer-config.kv_load_failure_policy=fail'] };
+    const onPurpose: Record<string, string> = { 'kvcache.gpustack.ai/kv-load-failure-policy': 'fail' };
+    for (const annotations of [{}, onPurpose])
+      assert.equal(
+        refused(pod([own], annotations)),
+        'spec.containers[0].args[2]: --kv-transfer-config.kv_load_failure_policy sets kv_load_failure_policy to fail, which the injection writes on vLLM: recompute, so a load from the store that fails or stalls is computed again instead of failing the request with HTTP 500; remove it (a second --kv-transfer-config would replace the connector\'s), and to fail such requests on purpose annotate the Pod kvcache.gpustack.ai/kv-load-failure-policy: "fail"',
+      );
   });
 
   it('refuses only the env the injection itself writes, with the Pod way out', () => {
@@ -296,6 +347,19 @@ describe('frozenKeyRefusal', () => {
     assert.match(
       frozenKeyRefusal(created, edited)!,
       /injected\] is written by the injection webhook at creation/,
+    );
+  });
+});
+
+describe('planPodInjection: the store tenant', () => {
+  it('refuses MOONCAKE_TENANT_ID on an opted-in Pod of either engine: the injection writes the tenant', () => {
+    const named = (c: Container) => ({ ...c, env: [{ name: 'MOONCAKE_TENANT_ID', value: 'team-b' }] });
+    const why =
+      "env MOONCAKE_TENANT_ID names the store tenant, which is the Binding's domain and which the injection writes (vLLM: tenant_id in the client config; SGLang: this variable), so another value could read another team's cache; remove it";
+    assert.equal(refused(pod([named(vllm)])), `spec.containers[0].env[0]: ${why}`);
+    assert.equal(
+      refused(pod([named(sglang)], { 'kvcache.gpustack.ai/engine': 'SGLang' })),
+      `spec.containers[0].env[0]: ${why}`,
     );
   });
 });

@@ -34,6 +34,12 @@ describe('planPodInjection: a Pod the webhook already injected (re-invocation)',
     assert.deepEqual(accepted(once), []);
   });
 
+  it('leaves an injected vLLM Pod that fails failed loads on purpose as it is', () => {
+    const once = injectedOnce(pod([vllm], { 'kvcache.gpustack.ai/kv-load-failure-policy': 'fail' }));
+    assert.match(JSON.stringify(once.spec.containers[0]!.args), /kv_load_failure_policy\\":\\"fail/);
+    assert.deepEqual(accepted(once), []);
+  });
+
   it('leaves an injected SGLang Pod as it is, whether or not it asked for the hierarchical cache itself', () => {
     assert.deepEqual(accepted(injectedOnce(sglangPod([sglang]))), []);
     const own = { ...sglang, args: ['--enable-hierarchical-cache', '--mem-fraction-static', '0.8'] };

@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import type { KVCachePoolBinding } from '../../src/api/types.ts';
 import {
   type BindingContext,
+  claimRefusal,
   validateBinding,
   validatePoolCreate,
 } from '../../src/webhooks/pool-binding-rules.ts';
@@ -43,7 +44,7 @@ describe('validatePoolCreate', () => {
 });
 
 function ctx(over: Partial<BindingContext> = {}): BindingContext {
-  return { pool: pool(), backend: backend(), siblings: [], dtypeOwned: true, ...over };
+  return { pool: pool(), backend: backend(), otherDomains: [], dtypeOwned: true, ...over };
 }
 
 const mine = (over: Parameters<typeof binding>[2] = {}) =>
@@ -97,26 +98,47 @@ describe('validateBinding: dtype and ceiling', () => {
 });
 
 describe('validateBinding: domains on one master', () => {
-  it('refuses a domain another Binding holds on the same backend, naming holder and backend', () => {
-    const holder = binding('team-b', 'first', { domain: 'qwen-fp8-v1', pool: 'other-pool' });
-    const { errors } = check(mine(), undefined, ctx({ siblings: [holder] }));
-    assert.equal(errors.length, 1);
+  it('refuses a domain a Binding of the same namespace holds on the same backend, naming holder and backend', () => {
+    const held = { kind: 'held', holder: { namespace: 'team-a', name: 'first' } } as const;
     assert.match(
-      errors[0]!,
-      /^spec\.domain\.name: domain "qwen-fp8-v1" is already registered on backend mooncake-dram by KVCachePoolBinding team-b\/first .*give this Binding a unique domain\.name$/,
+      claimRefusal(mine(), 'mooncake-dram', held, 60_000)!,
+      /^spec\.domain\.name: domain "qwen-fp8-v1" is already claimed on backend mooncake-dram by KVCachePoolBinding team-a\/first .*choose another spec\.domain\.name$/,
     );
   });
 
-  it('treats two omitted domain names as the same domain, default', () => {
-    const holder = binding('team-b', 'first', { domain: null });
-    const { errors } = check(mine({ domain: null }), undefined, ctx({ siblings: [holder] }));
-    assert.match(errors[0]!, /domain "default" is already registered .*an omitted name is "default"/);
+  it('refuses a domain a Binding of another namespace holds without naming that Binding or its namespace', () => {
+    const held = { kind: 'held', holder: { namespace: 'team-b', name: 'first' } } as const;
+    const refusal = claimRefusal(mine(), 'mooncake-dram', held, 60_000)!;
+    assert.match(
+      refusal,
+      /^spec\.domain\.name: domain "qwen-fp8-v1" is already claimed on this store \(backend mooncake-dram\) by another namespace .*choose another spec\.domain\.name$/,
+    );
+    assert.doesNotMatch(refusal, /team-b|first/);
+  });
+
+  it('names an omitted domain "default" when refusing it', () => {
+    const held = { kind: 'held', holder: { namespace: 'team-b', name: 'first' } } as const;
+    assert.match(
+      claimRefusal(mine({ domain: null }), 'b', held, 60_000)!,
+      /domain "default" is already claimed .*an omitted name is "default"/,
+    );
+  });
+
+  it('refuses a domain whose claim awaits another create, saying when it lapses', () => {
+    const refusal = claimRefusal(mine(), 'b', { kind: 'pending', lapsesInMs: 12_400 }, 60_000)!;
+    assert.match(refusal, /^spec\.domain\.name: domain "qwen-fp8-v1" is already claimed on this store/);
+    assert.match(refusal, /lapses 60 s after it was made \(in at most 13 s\): retry then/);
+  });
+
+  it('refuses a domain whose claim name a foreign Lease holds, and admits an own or free claim', () => {
+    assert.match(claimRefusal(mine(), 'b', { kind: 'foreign' }, 1)!, /remove that Lease/);
+    assert.equal(claimRefusal(mine(), 'b', { kind: 'ours' }, 1), undefined);
   });
 
   it('refuses a second distinct domain on a backend declared without multi-tenancy', () => {
     const c = ctx({
       backend: backend('mooncake-dram', { multiTenancy: false }),
-      siblings: [binding('team-b', 'first', { domain: 'llama' })],
+      otherDomains: ['llama'],
     });
     const { errors } = check(mine(), undefined, c);
     assert.equal(errors.length, 1);
@@ -129,15 +151,15 @@ describe('validateBinding: domains on one master', () => {
   it('refuses a second distinct domain when the pool observed no ledger on the master', () => {
     const c = ctx({
       backend: externalBackend('mooncake-dram'),
-      siblings: [binding('team-b', 'first', { domain: 'llama' })],
+      otherDomains: ['llama'],
       ledgerReason: 'MultiTenancyDisabled',
     });
     assert.equal(check(mine(), undefined, c).errors.length, 1);
   });
 
   it('admits a second distinct domain on a multi-tenant master with a tenant-compatibility warning', () => {
-    for (const ledgerReason of [undefined, 'Available', 'LedgerUnreachable']) {
-      const c = ctx({ siblings: [binding('team-b', 'first', { domain: 'llama' })], ledgerReason });
+    for (const ledgerReason of [undefined, 'Available', 'LedgerUnreachable'] as const) {
+      const c = ctx({ otherDomains: ['llama'], ledgerReason });
       const f = check(mine(), undefined, c);
       assert.deepEqual(f.errors, []);
       assert.equal(f.warnings.length, 1);
@@ -149,8 +171,7 @@ describe('validateBinding: domains on one master', () => {
   });
 
   it('does not judge domains again on update (they are immutable)', () => {
-    const holder = binding('team-b', 'first', { domain: 'qwen-fp8-v1' });
-    assert.deepEqual(check(mine({ ceiling: '500Gi' }), mine(), ctx({ siblings: [holder] })), {
+    assert.deepEqual(check(mine({ ceiling: '500Gi' }), mine(), ctx({ otherDomains: ['llama'] })), {
       errors: [],
       warnings: [],
     });

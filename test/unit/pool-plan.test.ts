@@ -256,3 +256,41 @@ describe('planLedger: a ceiling above the pool’s total', () => {
     assert.deepEqual(p.deletes, [], 'not deleted either');
   });
 });
+
+describe('planLedger: purging a deleted Binding’s domain (decision 32)', () => {
+  const purge = { 'kvcache.gpustack.ai/purge-on-delete': 'true' };
+  const registered = new Set(['chat']);
+  const ledger = [entry('chat', gi(8))];
+
+  it('purges only a domain being deleted whose Binding carries purge-on-delete: "true"', () => {
+    const asked = binding('team-a', 'chat', { domain: 'chat', deleting: true, annotations: purge });
+    assert.deepEqual([...plan({ bindings: [asked], ledger, registered }).purges], ['chat']);
+    const plain = binding('team-a', 'chat', { domain: 'chat', deleting: true });
+    assert.deepEqual([...plan({ bindings: [plain], ledger, registered }).purges], [], 'not asked');
+    const other = { 'kvcache.gpustack.ai/purge-on-delete': 'yes' };
+    const spelled = binding('team-a', 'chat', { domain: 'chat', deleting: true, annotations: other });
+    assert.deepEqual([...plan({ bindings: [spelled], ledger, registered }).purges], [], 'only "true"');
+  });
+
+  it('never purges a live Binding, one held by workloads, or before the ledger is listed', () => {
+    const live = binding('team-a', 'chat', { domain: 'chat', annotations: purge });
+    assert.deepEqual([...plan({ bindings: [live], ledger, registered }).purges], []);
+    const held = binding('team-a', 'chat', { domain: 'chat', deleting: true, annotations: purge });
+    assert.deepEqual([...plan({ bindings: [held], ledger, registered, isHeld: () => true }).purges], []);
+    const asked = binding('team-a', 'chat', { domain: 'chat', deleting: true, annotations: purge });
+    assert.deepEqual([...plan({ bindings: [asked], ledger: undefined, registered }).purges], []);
+  });
+
+  it('never purges a domain another Binding still claims, nor one a second deleted Binding keeps', () => {
+    const asked = binding('team-a', 'chat', { domain: 'chat', deleting: true, annotations: purge });
+    const live = binding('team-b', 'chat', { domain: 'chat' });
+    assert.deepEqual([...plan({ bindings: [asked, live], ledger, registered }).purges], []);
+    const keeps = binding('team-b', 'chat', { domain: 'chat', deleting: true });
+    assert.deepEqual([...plan({ bindings: [asked, keeps], ledger, registered }).purges], []);
+  });
+
+  it('never purges a tenant this operator did not register', () => {
+    const asked = binding('team-a', 'chat', { domain: 'chat', deleting: true, annotations: purge });
+    assert.deepEqual([...plan({ bindings: [asked], ledger, registered: new Set() }).purges], []);
+  });
+});

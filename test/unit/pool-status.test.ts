@@ -43,6 +43,50 @@ describe('decidePool: phase', () => {
     assert.match(messageOf(d, 'QuotaWithinTotal'), /sum to 800Gi, past the pool's quota\.total of 700Gi/);
   });
 
+  it('says what gives full grants: the master cuts by what it can allocate, and quota.total plays no part', () => {
+    // Step 6: 8Gi + 8Gi + 4Gi on a 16Gi pool of a store whose members hold 16Gi.
+    const gi = 2n ** 30n;
+    const step6 = [
+      binding('team-a', 'team-a', { domain: 'default', ceiling: '8Gi' }),
+      binding('team-b', 'team-b', { domain: 'llama-8b-v1', ceiling: '8Gi' }),
+      binding('team-a', 'qwen-fp8', { domain: 'qwen-fp8-v1', ceiling: '4Gi' }),
+    ];
+    const asked = (allocatable: bigint) =>
+      report({
+        allocatableBytes: allocatable,
+        figures: figures({
+          default: { requestedBytes: 8n * gi },
+          'llama-8b-v1': { requestedBytes: 8n * gi },
+          'qwen-fp8-v1': { requestedBytes: 4n * gi },
+        }),
+      });
+    const over = decide(pool('shared-dram', { total: '16Gi' }), step6, asked(16n * gi));
+    assert.deepEqual(conditionOf(over, 'QuotaWithinTotal'), { status: 'False', reason: 'Oversubscribed' });
+    const said = messageOf(over, 'QuotaWithinTotal');
+    assert.match(said, /^the Bindings' ceilings sum to 20Gi, past the pool's quota\.total of 16Gi\. /);
+    assert.match(said, /cuts every grant in proportion.*sum to 20Gi and it can allocate 16Gi/);
+    assert.match(said, /quota\.total changes no grant/);
+    assert.doesNotMatch(said, /raise quota\.total/);
+    // Raising quota.total to 20Gi clears the note, not the cut: the message still says so.
+    const raised = decide(pool('shared-dram', { total: '20Gi' }), step6, asked(16n * gi));
+    assert.deepEqual(conditionOf(raised, 'QuotaWithinTotal'), { status: 'True', reason: 'WithinTotal' });
+    assert.match(
+      messageOf(raised, 'QuotaWithinTotal'),
+      /within the pool's 20Gi\. The master cuts every grant/,
+    );
+    // A store that can allocate the sum grants every ceiling, whatever quota.total says.
+    const roomy = decide(pool('shared-dram', { total: '16Gi' }), step6, asked(32n * gi));
+    assert.match(
+      messageOf(roomy, 'QuotaWithinTotal'),
+      /past the pool's quota\.total of 16Gi\. The master grants every ceiling in full/,
+    );
+    const fits = decide(pool('shared-dram', { total: '20Gi' }), step6, asked(32n * gi));
+    assert.equal(
+      messageOf(fits, 'QuotaWithinTotal'),
+      "the Bindings' ceilings sum to 20Gi, within the pool's 20Gi",
+    );
+  });
+
   it('stays Ready when the master keeps no ledger, saying it serves one reuse domain', () => {
     const d = decide(pool(), [qwen()], report({ ledgerOff: true }));
     assert.equal(d.phase, 'Ready');

@@ -3,8 +3,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { InstanceTypeSpec } from '../../src/api/instance-type.ts';
-import type { InstanceType } from '../../src/api/types.ts';
-import { compareVersions, poolRuntimeVersions, runnerImageRefusal } from '../../src/model/runner-image.ts';
+import type { InstanceType, ModelDeployment } from '../../src/api/types.ts';
+import {
+  compareVersions,
+  engineImage,
+  poolRuntimeVersions,
+  runnerImageRefusal,
+} from '../../src/model/runner-image.ts';
 
 function instanceType(name: string, spec: Partial<InstanceTypeSpec>): InstanceType {
   return {
@@ -49,9 +54,23 @@ describe('the runner image', () => {
     assert.deepEqual(poolRuntimeVersions(local, nodes), []);
   });
 
-  it('refuses at admission what can never be tagged: no accelerator, or a manufacturer with no runner', () => {
+  it('tags a CPU InstanceType (no accelerator) with the CPU runner form, cpu-<engine><version>', () => {
+    const role = { name: 'server', replicas: 1, instanceType: 'local' };
+    const md = (engine: 'vLLM' | 'SGLang'): ModelDeployment => ({
+      apiVersion: 'worker.gpustack.ai/v1',
+      kind: 'ModelDeployment',
+      metadata: { name: 'm', namespace: 'team-a' },
+      spec: { model: { name: 'org/model' }, engine: { name: engine, version: '0.32.0' }, roles: [role] },
+    });
+    assert.equal(engineImage(md('vLLM'), role, local, undefined), 'gpustack/runner:cpu-vllm0.32.0');
+    assert.equal(engineImage(md('SGLang'), role, local, undefined), 'gpustack/runner:cpu-sglang0.32.0');
+    // A node's runtime version is an accelerator's: it plays no part in a CPU tag.
+    assert.equal(engineImage(md('vLLM'), role, local, '13.0'), 'gpustack/runner:cpu-vllm0.32.0');
+  });
+
+  it('refuses at admission what can never be tagged: a manufacturer with no runner', () => {
     assert.equal(runnerImageRefusal(a10g), undefined);
-    assert.match(runnerImageRefusal(local)!, /has no accelerator/);
+    assert.equal(runnerImageRefusal(local), undefined);
     const mlu = instanceType('mlu', {
       acceleratable: true,
       acceleratorGroup: 'cambricon-mlu',

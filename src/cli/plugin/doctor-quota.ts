@@ -1,10 +1,15 @@
 // The doctor's rows about pools, Bindings and workloads: the backend a pool needs, the tenant ledger,
 // ceilings and grants, domains, held deletions, and engine/store version lines. Pure.
+import { conditionOf } from '../../api/conditions.ts';
+import { BackendReason } from '../../api/kvcache-backend-conditions.ts';
+import { BindingReleasableReason, purgeOnDeleteAnnotation } from '../../api/kvcache-pool-binding.ts';
+import { BindingReason } from '../../api/kvcache-pool-binding-conditions.ts';
+import { PoolReason } from '../../api/kvcache-pool-conditions.ts';
 import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import { parseQuantityBytes } from '../../model/quantity.ts';
 import { componentLabel, instanceLabel, leaderComponent } from '../../model/store-objects.ts';
-import { type Check, conditionOf, type Finding, said } from './finding.ts';
+import { type Check, type Finding, said } from './finding.ts';
 import type { Snapshot } from './snapshot.ts';
 import { clientLine, engineVersion, storeLine } from './version-lines.ts';
 
@@ -30,22 +35,23 @@ const poolBackend: Check = {
           summary: `backend ${backend} does not resolve`,
           evidence: [said(resolved)],
           fix:
-            resolved.reason === 'BackendNotFound'
+            resolved.reason === PoolReason.BackendNotFound
               ? `create KVCacheBackend ${backend}, or delete this pool (its backend cannot be changed)`
               : `backend ${backend} has not published its endpoints: see its leader (kubectl kvpool doctor, leader-unavailable)`,
         });
       // Unread capacity behind an unreachable ledger is the ledger row's finding, not a second one.
       else if (
         capacity?.status === 'False' &&
-        (capacity.reason === 'NothingToAllocate' || conditionOf(p, 'QuotaLedgerAvailable')?.status === 'True')
+        (capacity.reason === PoolReason.NothingToAllocate ||
+          conditionOf(p, 'QuotaLedgerAvailable')?.status === 'True')
       )
         out.push({
           object: poolObject(p),
-          severity: capacity.reason === 'NothingToAllocate' ? 'error' : 'warning',
+          severity: capacity.reason === PoolReason.NothingToAllocate ? 'error' : 'warning',
           summary: `the store of backend ${backend} has nothing to allocate`,
           evidence: [said(capacity)],
           fix:
-            capacity.reason === 'NothingToAllocate'
+            capacity.reason === PoolReason.NothingToAllocate
               ? `no member of ${backend} has mounted a segment, or a restarted master is remounting them (about 30 s): read its MembersMounted`
               : 'the master’s allocatable capacity has not been read yet: see the ledger-unavailable and leader-unavailable rows',
         });
@@ -62,7 +68,7 @@ const ledgerUnavailable: Check = {
     for (const p of s.pools) {
       const ledger = conditionOf(p, 'QuotaLedgerAvailable');
       const writable = conditionOf(p, 'QuotaPolicyWritable');
-      if (ledger?.status === 'False' && ledger.reason === 'MultiTenancyDisabled')
+      if (ledger?.status === 'False' && ledger.reason === PoolReason.MultiTenancyDisabled)
         out.push({
           object: poolObject(p),
           severity: 'info',
@@ -98,20 +104,25 @@ const oversubscription: Check = {
     return s.pools.flatMap((p) => {
       const c = conditionOf(p, 'QuotaWithinTotal');
       if (c?.status !== 'False') return [];
-      const grants = s.bindings
-        .filter((b) => b.spec.poolRef.name === p.metadata.name)
-        .map(
-          (b) =>
-            `${b.metadata.namespace}/${b.metadata.name}: ceiling ${formatQuantity(parseQuantityBytes(b.spec.quota.ceiling))}, grant ${b.status?.effectiveQuota === undefined ? 'not reported' : formatQuantity(parseQuantityBytes(b.status.effectiveQuota))}`,
-        );
+      const bindings = s.bindings.filter((b) => b.spec.poolRef.name === p.metadata.name);
+      const grants = bindings.map(
+        (b) =>
+          `${b.metadata.namespace}/${b.metadata.name}: ceiling ${formatQuantity(parseQuantityBytes(b.spec.quota.ceiling))}, grant ${b.status?.effectiveQuota === undefined ? 'not reported' : formatQuantity(parseQuantityBytes(b.status.effectiveQuota))}`,
+      );
+      const cut = bindings.some(
+        (b) =>
+          b.status?.effectiveQuota !== undefined &&
+          parseQuantityBytes(b.status.effectiveQuota) < parseQuantityBytes(b.spec.quota.ceiling),
+      );
       return [
         {
           object: poolObject(p),
           severity: 'info' as const,
-          summary:
-            'the Bindings ask for more than the pool’s quota.total: the store recuts each grant in proportion',
+          summary: cut
+            ? 'the Bindings ask for more than the pool’s quota.total, and the store cuts their grants'
+            : 'the Bindings ask for more than the pool’s quota.total; the store cuts no grant',
           evidence: [said(c), ...grants],
-          fix: 'not a fault; for full grants lower a ceiling or raise quota.total',
+          fix: `not a fault: quota.total only budgets the ceilings and changes no grant. The store cuts every grant in proportion while the ceilings of all Bindings on backend ${p.spec.backends[0]} sum past what its master can allocate (its members' segments, not a disk tier: the pool's CapacityAllocatable); for full grants lower ceilings or give the store more member memory`,
         },
       ];
     });
@@ -129,18 +140,18 @@ const zeroGrant: Check = {
       if (c?.status !== 'False' || b.metadata.deletionTimestamp || contested) return [];
       const pool = poolOf(s, b);
       const allocatable = pool && conditionOf(pool, 'CapacityAllocatable');
-      const nothing = allocatable?.reason === 'NothingToAllocate';
+      const nothing = allocatable?.reason === PoolReason.NothingToAllocate;
       return [
         {
           object: bindingObject(b),
-          severity: c.reason === 'ZeroGranted' ? ('error' as const) : ('warning' as const),
+          severity: c.reason === BindingReason.ZeroGranted ? ('error' as const) : ('warning' as const),
           summary:
-            c.reason === 'ZeroGranted'
+            c.reason === BindingReason.ZeroGranted
               ? 'the store grants this domain nothing: every write under it fails'
               : 'the store reports no grant for this domain yet',
           evidence: [said(c), ...(allocatable ? [`pool ${pool!.metadata.name}: ${said(allocatable)}`] : [])],
           fix:
-            c.reason !== 'ZeroGranted'
+            c.reason !== BindingReason.ZeroGranted
               ? 'the next ledger pass (within 30 s) registers the domain; if it stays, see the ledger-unavailable row'
               : nothing
                 ? `no member of backend ${pool!.spec.backends[0]} has mounted yet, or a restarted master is remounting (about 30 s): see the member-shortfall row`
@@ -171,12 +182,19 @@ const domainClaimedTwice: Check = {
   },
 };
 
-function heldFix(reason: string): string {
-  if (reason === 'HeldByWorkloads') return 'delete the ModelDeployments named first; the Binding then goes';
-  if (reason === 'HeldByBindings') return 'delete the Bindings named first; the pool then goes';
-  if (reason === 'InUse') return 'delete the pools named first; the backend then goes';
-  if (reason === 'LedgerNotReleased')
-    return 'the store refuses to drop a domain that holds data: drain it; the operator retries every 30 s';
+function heldFix(reason: string, o: KVCacheBackend | KVCachePool | KVCachePoolBinding): string {
+  const R = BindingReleasableReason;
+  if (reason === R.HeldByWorkloads) return 'delete the ModelDeployments named first; the Binding then goes';
+  if (reason === PoolReason.HeldByBindings) return 'delete the Bindings named first; the pool then goes';
+  if (reason === BackendReason.InUse) return 'delete the pools named first; the backend then goes';
+  if (reason === R.LedgerNotReleased && o.kind === 'KVCachePoolBinding')
+    return `its domain holds data the store will not drop; to remove that data and finish the deletion: kubectl annotate kvcachepoolbinding ${o.metadata.name} -n ${o.metadata.namespace} ${purgeOnDeleteAnnotation}=true`;
+  if (reason === R.LedgerNotReleased)
+    return 'the store refuses to drop a domain that holds data; the operator retries every 30 s';
+  if (reason === R.Purging)
+    return 'its domain’s objects are being removed; objects read within their lease go once it ends (the operator retries every 5 s)';
+  if (reason === R.PurgeUnsafeWithDiskTier)
+    return "the store has a disk tier, where the master's removal of one domain empties other domains' files too: keep the Binding, or remove its finalizer as the message says (the data stays on the store)";
   return "the store did not answer the release: see the backend's LeaderAvailable; the operator retries";
 }
 
@@ -184,15 +202,14 @@ const deletionHeld: Check = {
   id: 'deletion-held',
   title: 'Deletion held (Releasable=False, Deletable=False)',
   run(s) {
-    const held: [string, KVCacheBackend | KVCachePool | KVCachePoolBinding, string][] = [
+    const held = [
       ...s.backends.map(
-        (b) => [`KVCacheBackend/${b.metadata.name}`, b, 'Deletable'] as [string, KVCacheBackend, string],
+        (b) => [`KVCacheBackend/${b.metadata.name}`, b, conditionOf(b, 'Deletable')] as const,
       ),
-      ...s.pools.map((p) => [poolObject(p), p, 'Releasable'] as [string, KVCachePool, string]),
-      ...s.bindings.map((b) => [bindingObject(b), b, 'Releasable'] as [string, KVCachePoolBinding, string]),
+      ...s.pools.map((p) => [poolObject(p), p, conditionOf(p, 'Releasable')] as const),
+      ...s.bindings.map((b) => [bindingObject(b), b, conditionOf(b, 'Releasable')] as const),
     ];
-    return held.flatMap(([object, o, type]) => {
-      const c = conditionOf(o, type);
+    return held.flatMap(([object, o, c]) => {
       if (!o.metadata.deletionTimestamp || c?.status !== 'False') return [];
       return [
         {
@@ -200,7 +217,7 @@ const deletionHeld: Check = {
           severity: 'warning' as const,
           summary: `deleted at ${o.metadata.deletionTimestamp}, held`,
           evidence: [said(c)],
-          fix: heldFix(c.reason),
+          fix: heldFix(c.reason, o),
         },
       ];
     });
@@ -247,7 +264,7 @@ const versionMismatch: Check = {
           severity: 'info',
           summary: `cannot compare: ${!client ? `no known store client line for ${engine}` : `no Mooncake version in the store image ${image ?? '(none)'}`}`,
           evidence: [],
-          fix: "run a prompt through the engine once: a mismatch starts healthy, then fails every write (the deployment's CacheAttached turns False, CacheOperationsFailing)",
+          fix: "run a prompt through the engine once: a mismatch starts healthy, then fails every write (a vLLM deployment's CacheAttached turns False, CacheOperationsFailing; SGLang counts no failed write, its sglang:backuped_tokens_total stays still)",
         });
       } else if (client !== store) {
         out.push({

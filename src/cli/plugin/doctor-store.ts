@@ -1,13 +1,15 @@
 // The doctor's rows about the store itself: the leader, the members and the disk tier. Pure.
+import { conditionOf } from '../../api/conditions.ts';
+import { BackendReason as R } from '../../api/kvcache-backend-conditions.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
 import { viewPod } from '../../controllers/backend/pod-view.ts';
 import { componentLabel, instanceLabel, leaderComponent } from '../../model/store-objects.ts';
-import { type Check, conditionOf, type Finding, said } from './finding.ts';
+import { type Check, type Finding, said } from './finding.ts';
 import { podFault } from './pod-fault.ts';
 import type { Pod, Snapshot } from './snapshot.ts';
 
 const pullFailures = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull']);
-const starting = new Set(['LeaderStarting', 'ContainerCreating', 'PodInitializing']);
+const starting = new Set<string>([R.LeaderStarting, 'ContainerCreating', 'PodInitializing']);
 
 const backendObject = (b: KVCacheBackend) => `KVCacheBackend/${b.metadata.name}`;
 
@@ -37,12 +39,12 @@ function leaderFix(b: KVCacheBackend, reason: string, namespace: string, pod?: s
   const describe = `kubectl -n ${namespace} describe pod ${pod ?? `-l ${instanceLabel}=${b.metadata.name},${componentLabel}=leader`}`;
   if (pullFailures.has(reason))
     return `the leader's image cannot be pulled: correct spec.image (or the kv-cache-backend-image Setting when spec.image is unset), or give the registry's credentials in spec.imagePullSecrets; ${describe} shows the pull error`;
-  if (reason === 'LeaderUnschedulable') return `no node can take the leader Pod: ${describe} says why`;
-  if (reason === 'LeaderCrashLooping')
+  if (reason === R.LeaderUnschedulable) return `no node can take the leader Pod: ${describe} says why`;
+  if (reason === R.LeaderCrashLooping)
     return `the leader keeps exiting: read kubectl -n ${namespace} logs ${pod ?? 'the leader Pod'} --previous. An image without the Lease election backend cannot lead (use the project's store image)`;
-  if (reason === 'ServicePlaneNotActive')
+  if (reason === R.ServicePlaneNotActive)
     return 'the master answers but does not serve: it has not won or has lost the Lease; read ElectionObserved and the leader’s log';
-  if (reason === 'LeaderUnreachable' || reason === 'NoAdminEndpoint')
+  if (reason === R.LeaderUnreachable || reason === R.NoAdminEndpoint)
     return b.spec.connection.external
       ? "the store's Admin endpoint does not answer: check spec.connection.external.endpoints and that the store runs"
       : `the leader Pod is ready but its admin port does not answer: ${describe}`;
@@ -85,17 +87,19 @@ const leaderUnavailable: Check = {
 
 function memberFix(b: KVCacheBackend, reason: string, message: string, ns: string): string {
   const pods = `kubectl -n ${ns} get pods -l ${instanceLabel}=${b.metadata.name}`;
-  if (reason === 'FailedMount' || /hostPath type check failed/.test(message))
+  if (reason === R.FailedMount || /hostPath type check failed/.test(message))
     return 'a member cannot mount its tier directory: see the tier-directory row';
   if (/no write permission on directory/.test(message))
     return 'the member cannot write its tier directory: see the tier-directory row';
-  if (reason === 'MemberInitCrashLooping')
+  if (/tier=(refused|unremovable)/.test(message))
+    return 'the tier directory holds files this backend did not write, so the member stays stopped: see the preexisting-tier-content row';
+  if (reason === R.MemberInitCrashLooping)
     return 'the directory-survey init container restarts: the member image needs a shell (sh -c); the condition gives its exit code and message';
-  if (reason === 'MemberCrashLooping')
+  if (reason === R.MemberCrashLooping)
     return `the member keeps exiting: read kubectl -n ${ns} logs <pod> --previous; the node must have capacityPerMember of memory free (it is the Pod's memory request)`;
-  if (reason === 'Unschedulable')
+  if (reason === R.Unschedulable)
     return `no node can take a member Pod: the node lacks capacityPerMember of memory, or a device plugin the transport needs; ${pods} -o wide, then describe the Pending one`;
-  if (reason === 'SegmentsShort')
+  if (reason === R.SegmentsShort)
     return 'ready members without a segment on the leader: they register again after a leader restart (about 30 s); if it lasts, read their logs';
   return `no member has mounted a segment: check that spec members' nodeSelector matches nodes, then ${pods}`;
 }
@@ -189,16 +193,33 @@ const preexistingContent: Check = {
   id: 'preexisting-tier-content',
   title: 'Tier directory held content before the backend (TierWasEmpty=False)',
   run(s) {
-    return s.backends.flatMap((b) => {
+    return s.backends.flatMap((b): Finding[] => {
       const c = conditionOf(b, 'TierWasEmpty');
       if (c?.status !== 'False') return [];
+      const dir = tierPath(b) ?? 'the tier directory';
+      if (c.reason === R.ForeignContentRefused)
+        return [
+          {
+            object: backendObject(b),
+            severity: 'error',
+            summary: `${dir} holds files this backend did not write: members there stay stopped so the store never serves them`,
+            evidence: [said(c)],
+            fix: 'empty the directory on the nodes named, or set foreignContent: Remove on the tier (the message names the field)',
+          },
+        ];
       return [
         {
           object: backendObject(b),
-          severity: 'warning' as const,
-          summary: `${tierPath(b) ?? 'the tier directory'} held files when the backend started (an earlier backend's data can answer a new key)`,
+          severity: 'warning',
+          summary:
+            c.reason === 'ForeignContentRemoved'
+              ? `${dir} held files this backend did not write; members removed them before the store started`
+              : `${dir} held files when the backend started (an earlier backend's data can answer a new key)`,
           evidence: [said(c)],
-          fix: 'nothing was removed: empty the directory on the nodes named yourself; cleanAfterDelete: true empties it only when this backend is deleted',
+          fix:
+            c.reason === 'ForeignContentRemoved'
+              ? 'nothing to do: foreignContent: Remove asked for it'
+              : 'nothing was removed: empty the directory on the nodes named yourself; cleanAfterDelete: true empties it only when this backend is deleted',
         },
       ];
     });

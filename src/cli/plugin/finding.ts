@@ -20,8 +20,6 @@ export interface Check {
   run(s: Snapshot): Finding[];
 }
 
-export const conditionOf = (o: { status?: { conditions?: Condition[] } }, type: string) =>
-  o.status?.conditions?.find((c) => c.type === type);
-
 /** A condition as evidence: `Type=Status (Reason): message`. */
-export const said = (c: Condition) => `${c.type}=${c.status} (${c.reason}): ${c.message}`;
+export const said = (c: Pick<Condition, 'type' | 'status' | 'reason' | 'message'>) =>
+  `${c.type}=${c.status} (${c.reason}): ${c.message}`;

@@ -1,4 +1,5 @@
 // `kubectl kvpool status` for people: the status model as text trees. Pure.
+import type { PoolPrefix } from '../../api/pool-prefix.ts';
 import type { BackendNode, BindingNode, Figure, MdNode, PoolNode, StatusModel } from './status-model.ts';
 import { renderTree, type TreeNode } from './tree.ts';
 
@@ -25,6 +26,14 @@ export function quotaBar(ceiling: Figure, effective?: Figure, usage?: Figure): s
 }
 
 const phaseOf = (phase: string | undefined) => phase ?? '(no status yet)';
+
+/** Prompt tokens served from the pool, as the engines count them; a count not reported is said so. */
+export function poolPrefixLine(p: PoolPrefix | undefined): string {
+  if (p?.hitTokens === undefined) return 'prompt tokens served from the pool: not reported';
+  const looked = p.queriedTokens === undefined ? '' : ` of ${p.queriedTokens} looked up`;
+  const ratio = p.hitRatio === undefined ? '' : ` (${(Number(p.hitRatio) * 100).toFixed(1)}%)`;
+  return `prompt tokens served from the pool: ${p.hitTokens}${looked}${ratio}`;
+}
 const problems = (xs: string[]) => xs.map((x) => `✖ ${x}`);
 const notes = (xs: string[]) => xs.map((x) => `• ${x}`);
 
@@ -32,13 +41,19 @@ function mdTree(m: MdNode): TreeNode {
   const parts = [`ModelDeployment ${m.namespace}/${m.name}`, phaseOf(m.phase), m.engine];
   if (m.roles) parts.push(m.roles);
   if (m.cache) parts.push(m.cache);
-  return { text: parts.join('  '), details: problems(m.problems) };
+  const served = m.usesPool ? [poolPrefixLine(m.poolPrefix)] : [];
+  return { text: parts.join('  '), details: [...served, ...problems(m.problems)] };
 }
 
 function bindingTree(b: BindingNode): TreeNode {
   return {
     text: `KVCachePoolBinding ${b.namespace}/${b.name}  ${phaseOf(b.phase)}  domain ${b.domain}`,
-    details: [quotaBar(b.ceiling, b.effective, b.usage), ...problems(b.problems), ...notes(b.notes)],
+    details: [
+      quotaBar(b.ceiling, b.effective, b.usage),
+      poolPrefixLine(b.poolPrefix),
+      ...problems(b.problems),
+      ...notes(b.notes),
+    ],
     children: b.deployments.map(mdTree),
   };
 }

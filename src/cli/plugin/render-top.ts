@@ -33,11 +33,16 @@ export function renderTop(backends: TopBackend[]): string {
       d.grant?.display ?? absent,
       d.requested?.display ?? absent,
       d.overQuota === undefined ? absent : d.overQuota ? 'yes' : 'no',
+      n(d.poolPrefix?.hitTokens),
+      d.poolPrefix?.hitRatio === undefined ? absent : `${(Number(d.poolPrefix.hitRatio) * 100).toFixed(1)}%`,
     ]);
     const table = rows.length
-      ? renderTable(['DOMAIN', 'BINDING', 'USAGE', 'GRANT', 'REQUESTED', 'OVER QUOTA'], rows)
+      ? renderTable(
+          ['DOMAIN', 'BINDING', 'USAGE', 'GRANT', 'REQUESTED', 'OVER QUOTA', 'TOKENS FROM POOL', 'HIT RATIO'],
+          rows,
+        )
       : ['(no domain)'];
     return [head, ...table.map((l) => `  ${l}`)].join('\n');
   });
-  return `${blocks.join('\n\n')}\n\nThe store counts gets, hits and misses per master, not per domain; — is a figure it did not report.\n`;
+  return `${blocks.join('\n\n')}\n\nThe store counts gets, hits and misses per master, not per domain; — is a figure it did not report.\nTOKENS FROM POOL and HIT RATIO: prompt tokens the domain's ModelDeployments loaded from the pool, as their engines count them.\n`;
 }

@@ -1,6 +1,10 @@
 // `kubectl kvpool status` as data: one tree per backend → pools → Bindings → ModelDeployments, with
 // the figures the operator derived from the store, the elected leader, the members per node, and what
 // is wrong, in the operator's own words (the condition messages). Pure.
+import { conditionOf } from '../../api/conditions.ts';
+import { RolloutCompleteReason } from '../../api/kvcache-backend.ts';
+import { PoolReason } from '../../api/kvcache-pool-conditions.ts';
+import type { PoolPrefix } from '../../api/pool-prefix.ts';
 import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { Condition } from '../../api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../../api/types.ts';
@@ -41,6 +45,10 @@ export interface MdNode {
   engine: string;
   roles?: string;
   cache?: string;
+  /** Whether it draws on a Binding (only then are tokens served from the pool). */
+  usesPool: boolean;
+  /** Prompt tokens its ready replicas loaded from the pool, as they count them; absent when not reported. */
+  poolPrefix?: PoolPrefix;
   problems: string[];
 }
 
@@ -53,6 +61,8 @@ export interface BindingNode {
   effective?: Figure;
   usage?: Figure;
   overQuota?: boolean;
+  /** Prompt tokens its ModelDeployments' engines loaded from the pool; absent when not reported. */
+  poolPrefix?: PoolPrefix;
   problems: string[];
   notes: string[];
   deployments: MdNode[];
@@ -108,11 +118,11 @@ function notTrue(conditions: Condition[] | undefined, types: string[], skip: (c:
 }
 
 const informational = (c: Condition) =>
-  (c.type === 'QuotaWithinTotal' && c.reason === 'Oversubscribed') ||
-  c.reason === 'MultiTenancyDisabled' ||
+  (c.type === 'QuotaWithinTotal' && c.reason === PoolReason.Oversubscribed) ||
+  c.reason === PoolReason.MultiTenancyDisabled ||
   (c.type === 'RolloutComplete' && c.status !== 'False') ||
-  c.reason === 'Progressing' ||
-  c.reason === 'ReplicasPending';
+  c.reason === RolloutCompleteReason.Progressing ||
+  c.reason === RolloutCompleteReason.ReplicasPending;
 
 function backendPods(s: Snapshot, backend: string): Pod[] {
   return s.storePods.filter((p) => p.metadata.labels?.[instanceLabel] === backend);
@@ -159,7 +169,7 @@ function membersOf(s: Snapshot, b: KVCacheBackend): MemberNode[] {
 }
 
 function deploymentNode(m: ModelDeployment): MdNode {
-  const cache = m.status?.conditions?.find((c) => c.type === 'CacheAttached');
+  const cache = conditionOf(m, 'CacheAttached');
   return {
     namespace: m.metadata.namespace!,
     name: m.metadata.name!,
@@ -167,6 +177,8 @@ function deploymentNode(m: ModelDeployment): MdNode {
     engine: m.spec.engine.name,
     ...(m.status?.roleSummary ? { roles: m.status.roleSummary } : {}),
     ...(cache ? { cache: `CacheAttached=${cache.status} (${cache.reason})` } : {}),
+    usesPool: Boolean(m.spec.kvCache),
+    ...(m.status?.poolPrefix ? { poolPrefix: m.status.poolPrefix } : {}),
     problems: notTrue(
       m.status?.conditions,
       ['DomainRegistered', 'CacheAttached'],
@@ -187,6 +199,7 @@ function bindingNode(s: Snapshot, b: KVCachePoolBinding): BindingNode {
     ...(st.effectiveQuota !== undefined ? { effective: figure(st.effectiveQuota) } : {}),
     ...(st.usage !== undefined ? { usage: figure(st.usage) } : {}),
     ...(st.overQuota !== undefined ? { overQuota: st.overQuota } : {}),
+    ...(st.poolPrefix ? { poolPrefix: st.poolPrefix } : {}),
     problems: notTrue(
       conditions,
       ['DomainExclusive', 'QuotaObserved', 'QuotaGranted', 'Releasable'],

@@ -4,11 +4,15 @@
 // from the plugin.
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
-import { componentLabel, instanceLabel, leaderComponent } from '../../model/store-objects.ts';
+import {
+  componentLabel,
+  instanceLabel,
+  leaderComponent,
+  leaderMetricsPort,
+} from '../../model/store-objects.ts';
 import type { Pod, Snapshot } from './snapshot.ts';
 import type { Scrape } from './top-model.ts';
 
-const adminPort = 9003;
 const timeoutMs = 10_000;
 
 /** The Pod that serves a managed backend: the ready leader the Lease names, else any ready leader. */
@@ -24,10 +28,15 @@ export function servingLeader(s: Snapshot, b: KVCacheBackend): Pod | undefined {
   return ready.find((p) => p.status?.podIP && holder?.startsWith(`${p.status.podIP}:`)) ?? ready[0];
 }
 
+/** The leader's read-only metrics port; a leader of an earlier template has only its admin port. */
+function metricsPort(pod: Pod): number {
+  const ports = pod.spec?.containers?.flatMap((c) => c.ports ?? []) ?? [];
+  const named = (name: string) => ports.find((p) => p.name === name)?.containerPort;
+  return named('metrics') ?? named('admin') ?? leaderMetricsPort;
+}
+
 async function viaPodProxy(client: KubeClient, pod: Pod): Promise<Scrape> {
-  const port =
-    pod.spec?.containers?.flatMap((c) => c.ports ?? []).find((p) => p.name === 'admin')?.containerPort ??
-    adminPort;
+  const port = metricsPort(pod);
   const ns = pod.metadata.namespace!;
   const source = `Pod ${ns}/${pod.metadata.name}:${port} through the API server`;
   try {

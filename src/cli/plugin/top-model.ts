@@ -1,7 +1,10 @@
 // `kubectl kvpool top` as data: per backend, what its master reports on /metrics now — capacity and
 // lookups (hits and misses, which the store counts per master, not per domain), and per domain the
-// usage, grant and requested ceiling. A figure the store does not report stays absent, never 0. Pure.
-import type { KVCacheBackend } from '../../api/types.ts';
+// usage, grant and requested ceiling, and the prompt tokens its engines loaded from the pool (from the
+// Bindings' statuses, as the engines count them). A figure not reported stays absent, never 0. Pure.
+import type { PoolPrefix } from '../../api/pool-prefix.ts';
+import type { KVCacheBackend, KVCachePoolBinding } from '../../api/types.ts';
+import { sumPoolPrefix } from '../../model/pool-prefix.ts';
 import { capacityFrom } from '../../store/observe.ts';
 import { type Families, gauge, parsePrometheusText } from '../../store/prometheus.ts';
 import { tenantFigures } from '../../store/tenant-metrics.ts';
@@ -31,6 +34,8 @@ export interface TopDomain {
   grant?: Figure;
   requested?: Figure;
   overQuota?: boolean;
+  /** Prompt tokens the engines drawing on the domain's Bindings loaded from the pool. */
+  poolPrefix?: PoolPrefix;
 }
 
 export interface TopBackend {
@@ -63,14 +68,23 @@ function lookups(f: Families): Lookups {
   return out;
 }
 
-function domainsOf(s: Snapshot, backend: string): Map<string, string[]> {
+function domainsOf(s: Snapshot, backend: string): Map<string, KVCachePoolBinding[]> {
   const pools = new Set(s.pools.filter((p) => p.spec.backends[0] === backend).map((p) => p.metadata.name));
-  const out = new Map<string, string[]>();
+  const out = new Map<string, KVCachePoolBinding[]>();
   for (const b of s.bindings.filter((x) => pools.has(x.spec.poolRef.name))) {
     const d = b.spec.domain.name ?? 'default';
-    out.set(d, [...(out.get(d) ?? []), `${b.metadata.namespace}/${b.metadata.name}`]);
+    out.set(d, [...(out.get(d) ?? []), b]);
   }
   return out;
+}
+
+/** The domain's Bindings as namespace/name, and what their engines report. */
+function claimants(bindings: KVCachePoolBinding[] = []) {
+  const poolPrefix = sumPoolPrefix(bindings.map((b) => b.status?.poolPrefix));
+  return {
+    bindings: bindings.map((b) => `${b.metadata.namespace}/${b.metadata.name}`),
+    ...(poolPrefix ? { poolPrefix } : {}),
+  };
 }
 
 const withFigure = (key: string, n: bigint | undefined) =>
@@ -85,7 +99,7 @@ function topBackend(s: Snapshot, b: KVCacheBackend, scrape: Scrape | undefined):
       ...base,
       error: scrape?.error ?? 'no serving leader to read',
       lookups: {},
-      domains: [...claimed].sort().map(([domain, bindings]) => ({ domain, bindings })),
+      domains: [...claimed.keys()].sort().map((domain) => ({ domain, ...claimants(claimed.get(domain)) })),
     };
   }
   const f = parsePrometheusText(scrape.text);
@@ -107,7 +121,7 @@ function topBackend(s: Snapshot, b: KVCacheBackend, scrape: Scrape | undefined):
       const t = tenants.get(domain);
       return {
         domain,
-        bindings: claimed.get(domain) ?? [],
+        ...claimants(claimed.get(domain)),
         ...withFigure('usage', t?.usageBytes),
         ...withFigure('grant', t?.effectiveBytes),
         ...withFigure('requested', t?.requestedBytes),

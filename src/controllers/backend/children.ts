@@ -3,16 +3,18 @@
 // replacement has mounted its segment, and one leadership handover per leader rollout or drain.
 
 import type { DaemonSet } from 'kubernetes-types/apps/v1.js';
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { PodSpec } from 'kubernetes-types/core/v1.js';
 import type { ObjectMeta } from 'kubernetes-types/meta/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
-import { applyChild } from '../../context/apply.ts';
+import { applyChild, claimLiveChild } from '../../context/apply.ts';
 import { intentConfirmation } from '../../context/current-intent.ts';
 import { type BackendInformers, byInstance } from '../../context/informers.ts';
 import type { OperatorContext } from '../../context/operator-context.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { electionOn } from '../../model/backend-spec.ts';
+import type { ChildConflict, ClaimOptions } from '../../model/child-ownership.ts';
 import { componentLabel, leaderComponent, leaderName, ownedByBackend } from '../../model/store-objects.ts';
 import { podSpecHashAnnotation } from './pod-spec-hash.ts';
 import { type BackendRenderContext, renderBackend } from './render.ts';
@@ -23,6 +25,8 @@ export interface ChildrenOutcome {
   replicasPending: boolean;
   memberRoll: MemberRollPlan;
   handover: HandoverPlan;
+  /** Children whose names objects this backend does not control hold (left alone, not applied). */
+  conflicts: ChildConflict[];
 }
 
 const hashOf = (o: { metadata?: ObjectMeta } | undefined) =>
@@ -112,29 +116,61 @@ export async function syncChildren(
     rendered.leaderDeployment,
     ...rendered.memberDaemonSets,
   ];
-  for (const obj of desired) await applied.apply(ctx, obj, liveChild(informers, obj));
+  const uid = backend.metadata.uid;
+  const recognized = (live: KubeObject) => storeMadeLease(informers, backend, live);
+  const conflicts: ChildConflict[] = [];
+  for (const obj of desired) {
+    const conflict = await applied.apply(ctx, obj, liveChild(informers, obj), uid, { recognized });
+    if (conflict) conflicts.push(conflict);
+  }
   await pruneMemberGroups(backend, ctx, informers, rendered.memberDaemonSets, current);
   // After the DaemonSets carry the new template, so the replacement is made from it.
   if (memberRoll.kind === 'recreate' && (await current())) {
     await ctx.client.delete({ apiVersion: 'v1', kind: 'Pod', namespace: ns, name: memberRoll.pod });
   }
-  return { replicasPending: Boolean(fromUnelected) && wantedReplicas > 1, memberRoll, handover };
+  return { replicasPending: Boolean(fromUnelected) && wantedReplicas > 1, memberRoll, handover, conflicts };
+}
+
+/**
+ * The leader Lease as the store's own leader creates it when it finds none (no owner reference): it
+ * names one of this backend's leader Pods (`<pod IP>:<port>`) as holder, so it is this backend's.
+ */
+function storeMadeLease(informers: BackendInformers, backend: KVCacheBackend, live: KubeObject): boolean {
+  if (live.kind !== 'Lease') return false;
+  const holder = (live as KubeObject<Lease>).spec?.holderIdentity;
+  const host = holder?.slice(0, holder.lastIndexOf(':'));
+  return Boolean(
+    host && storePods(informers, backend, (c) => c === leaderComponent).some((p) => p.status?.podIP === host),
+  );
 }
 
 /**
  * Applies a child unless it is unchanged: by the hash on the live object where an informer holds it,
- * else by the hash this process last applied (so an idle pass writes nothing).
+ * else by the hash this process last applied (so an idle pass writes nothing). A child whose name an
+ * object the backend does not control holds is not applied: the conflict is returned.
  */
 export class AppliedIntents {
   private readonly once = new Set<string>();
   private readonly hashes = new Map<string, string>();
 
-  async apply(ctx: OperatorContext, obj: KubeObject, live: KubeObject | undefined | null): Promise<void> {
+  async apply(
+    ctx: OperatorContext,
+    obj: KubeObject,
+    cached: KubeObject | undefined | null,
+    ownerUid: string | undefined,
+    options?: ClaimOptions,
+  ): Promise<ChildConflict | undefined> {
     const key = `${obj.kind}/${obj.metadata.namespace}/${obj.metadata.name}`;
     const hash = JSON.stringify(obj);
-    if (live === null && this.hashes.get(key) === hash) return;
-    await applyChild(ctx.client, obj, live ?? undefined, this.once);
+    if (cached === null && this.hashes.get(key) === hash) return undefined;
+    const { live, conflict } = await claimLiveChild(ctx.client, obj, cached ?? undefined, ownerUid, options);
+    if (conflict) {
+      this.hashes.delete(key);
+      return conflict;
+    }
+    await applyChild(ctx.client, obj, live, this.once);
     this.hashes.set(key, hash);
+    return undefined;
   }
 
   forget(backend: string): void {

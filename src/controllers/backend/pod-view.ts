@@ -1,5 +1,7 @@
 // What the backend's status needs to know about one leader or member Pod, read from the Pod object.
 import type { ContainerStatus, Pod } from 'kubernetes-types/core/v1.js';
+import { type RelayedReason, relayed } from '../../api/condition-table.ts';
+import type { PodFaultReason } from '../../api/kvcache-backend-conditions.ts';
 import type { KubeObject } from '../../kube/object.ts';
 
 export interface PodView {
@@ -9,7 +11,13 @@ export interface PodView {
   nodeName?: string;
   deleting: boolean;
   /** A fault the Pod cannot get out of by waiting (unschedulable, crash looping, image pull…). */
-  fault?: { reason: string; message: string };
+  fault?: PodFault;
+}
+
+/** A reason of our own, or the kubelet's waiting reason (ErrImagePull…) relayed as it is. */
+export interface PodFault {
+  reason: PodFaultReason | RelayedReason;
+  message: string;
 }
 
 /** Waiting reasons that are progress, not faults. */
@@ -21,7 +29,7 @@ export function clipForeign(text: string, limit = 2048): string {
   return chars.length <= limit ? text : `${chars.slice(0, limit).join('')}… (truncated)`;
 }
 
-function crashFault(s: ContainerStatus, reason: string): { reason: string; message: string } {
+function crashFault(s: ContainerStatus, reason: PodFaultReason): PodFault {
   const t = s.lastState?.terminated;
   const detail = t
     ? `, last exit code ${t.exitCode ?? '?'}${t.message ? `: ${clipForeign(t.message)}` : ''}`
@@ -56,7 +64,7 @@ export function viewPod(pod: KubeObject<Pod>, role: 'Leader' | 'Member'): PodVie
       waiting.reason === 'CrashLoopBackOff'
         ? crashFault(s, `${role}InitCrashLooping`)
         : {
-            reason: waiting.reason,
+            reason: relayed(waiting.reason),
             message: clipForeign(`init container ${s.name}: ${waiting.message ?? waiting.reason}`),
           };
     return view;
@@ -67,7 +75,7 @@ export function viewPod(pod: KubeObject<Pod>, role: 'Leader' | 'Member'): PodVie
     view.fault =
       waiting.reason === 'CrashLoopBackOff'
         ? crashFault(s, `${role}CrashLooping`)
-        : { reason: waiting.reason, message: clipForeign(waiting.message ?? waiting.reason) };
+        : { reason: relayed(waiting.reason), message: clipForeign(waiting.message ?? waiting.reason) };
     return view;
   }
   // Between two crashes a container runs briefly; it is crash looping all the same.

@@ -1,5 +1,6 @@
 // The KVCacheBackend controller: render and apply the managed store, observe what the store reports,
 // and write conditions, phase, capacity and members. A pass that changes nothing writes nothing.
+import { RolloutCompleteReason } from '../../api/kvcache-backend.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
 import { applyStatus, ensureFinalizer } from '../../context/apply.ts';
@@ -7,14 +8,24 @@ import { type BackendInformers, backendInformers } from '../../context/informers
 import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../../context/master-address.ts';
 import type { OperatorContext } from '../../context/operator-context.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
+import type { KubeObject } from '../../kube/object.ts';
 import { mergeConditions } from '../../model/conditions.ts';
-import { adminServiceName, leaderAdminPort, leaderName, leaderRpcPort } from '../../model/store-objects.ts';
+import {
+  adminServiceName,
+  leaderAdminPort,
+  leaderName,
+  leaderRpcPort,
+  ownedByBackend,
+} from '../../model/store-objects.ts';
 import { AppliedIntents, type ChildrenOutcome, syncChildren } from './children.ts';
 import { type BackendStatusDecision, decideBackendStatus } from './status.ts';
 import { backendInUseLive, teardownBackend, teardownPollMs } from './teardown.ts';
 import { TierCleanup } from './tier-cleanup.ts';
-import { buildBackendView, mountedHosts } from './view.ts';
+import { boundNamespaces, buildBackendView, mountedHosts } from './view.ts';
 import { wireBackendWatches } from './watches.ts';
+
+/** How often a backend's store is observed when nothing changes. */
+export const defaultObserveIntervalMs = 15_000;
 
 export interface BackendControllerOptions {
   /** Safety-net re-observation; store changes arrive sooner through the store watcher. */
@@ -35,7 +46,7 @@ export class BackendReconciler {
 
   constructor(ctx: OperatorContext, options: BackendControllerOptions = {}) {
     this.ctx = ctx;
-    this.observeIntervalMs = options.observeIntervalMs ?? 15_000;
+    this.observeIntervalMs = options.observeIntervalMs ?? defaultObserveIntervalMs;
     this.informers = backendInformers(ctx);
     this.cleanup = new TierCleanup(ctx, options.tierCleanupDeadlineMs);
     this.controller = new Controller({
@@ -85,7 +96,11 @@ export class BackendReconciler {
           backend,
           this.ctx,
           this.informers,
-          { namespace: this.ctx.namespace, defaultImage },
+          {
+            namespace: this.ctx.namespace,
+            defaultImage,
+            boundNamespaces: boundNamespaces(this.informers, name),
+          },
           this.applied,
           mountedHosts(latest),
         );
@@ -96,6 +111,7 @@ export class BackendReconciler {
       adminAddress,
       store,
       renderProblem,
+      conflicts: rollout?.conflicts,
       replicasPending: rollout?.replicasPending,
       memberRoll: rollout?.memberRoll,
       handover: rollout?.handover.message,
@@ -103,6 +119,7 @@ export class BackendReconciler {
     const decision = decideBackendStatus(view);
     await this.writeStatus(backend, decision, view.usedBy);
     await this.noteTier(backend, decision);
+    await this.noteConflict(backend, decision);
     if (managed) await this.noteHandover(backend, holder);
     return { requeueAfterMs: this.observeIntervalMs };
   }
@@ -115,7 +132,8 @@ export class BackendReconciler {
     const leader = leaderName(backend);
     const admin = adminServiceName(backend);
     const { deployments, services } = this.informers;
-    if (!deployments.get(leader, ns) || !services.get(leader, ns) || !services.get(admin, ns))
+    const own = (o: KubeObject | undefined) => o !== undefined && ownedByBackend(o, backend);
+    if (!own(deployments.get(leader, ns)) || !own(services.get(leader, ns)) || !own(services.get(admin, ns)))
       return undefined;
     return [
       { name: 'Admin' as const, address: `${admin}.${ns}.svc:${leaderAdminPort}` },
@@ -145,12 +163,20 @@ export class BackendReconciler {
     });
   }
 
-  /** One Warning event when the tier is first found holding earlier content. */
+  /** One Warning event each time the tier is found holding content it did not start with, for each reason. */
   private async noteTier(backend: KVCacheBackend, d: BackendStatusDecision): Promise<void> {
-    const before = backend.status?.conditions?.some((c) => c.type === 'TierWasEmpty');
+    const before = backend.status?.conditions?.find((c) => c.type === 'TierWasEmpty');
     const now = d.conditions.find((c) => c.type === 'TierWasEmpty');
-    if (before || now?.status !== 'False') return;
+    if (now?.status !== 'False' || before?.reason === now.reason) return;
     await this.ctx.events.record(backend, 'Warning', 'KVCacheTierNotEmpty', now.message);
+  }
+
+  /** One Warning event when a child's name is first found held by an object kvpool does not control. */
+  private async noteConflict(backend: KVCacheBackend, d: BackendStatusDecision): Promise<void> {
+    const was = backend.status?.conditions?.find((c) => c.type === 'RolloutComplete')?.reason;
+    const now = d.conditions.find((c) => c.type === 'RolloutComplete');
+    if (now?.reason !== RolloutCompleteReason.ChildConflict || was === now.reason) return;
+    await this.ctx.events.record(backend, 'Warning', now.reason, now.message);
   }
 
   /** A Normal event when the Lease holder changes between passes (the first sighting is not one). */

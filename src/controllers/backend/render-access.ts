@@ -1,44 +1,25 @@
 // Who may do what around a managed store: the election's accounts (each touching one Lease), the Lease
-// itself (created here, so the store needs no create), the NetworkPolicies (engines reach the RPC and
-// transfer ports only, the operator alone the admin port), and the leader's PodDisruptionBudget.
+// itself (created here, so the store needs no create), and the leader's PodDisruptionBudget. Who may
+// reach its ports: render-network.ts.
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { ServiceAccount } from 'kubernetes-types/core/v1.js';
-import type { NetworkPolicy, NetworkPolicyPort, NetworkPolicySpec } from 'kubernetes-types/networking/v1.js';
 import type { PodDisruptionBudget } from 'kubernetes-types/policy/v1.js';
 import type { PolicyRule, Role, RoleBinding } from 'kubernetes-types/rbac/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { electionOn, managedConnection, membersReadLease } from '../../model/backend-spec.ts';
+import { electionOn, membersReadLease } from '../../model/backend-spec.ts';
 import {
   backendName,
   backendSelector,
   childMetadata,
-  componentLabel,
-  instanceLabel,
-  leaderAdminPort,
   leaderComponent,
   leaderName,
-  leaderRpcPort,
   memberAccountName,
-  memberComponent,
   memberRbacComponent,
-  nameLabel,
-  operatorPodLabels,
 } from '../../model/store-objects.ts';
 import type { BackendRenderContext } from './render-context.ts';
 import { leaderReplicas } from './render-leader.ts';
-
-/**
- * The ports a member's transfer engine listens on, as the wheel picks them: its handshake and TCP
- * data ports from MC_MIN_RPC_PORT..MC_MAX_RPC_PORT, and the store client's from
- * MC_STORE_CLIENT_MIN_PORT..MC_STORE_CLIENT_MAX_PORT (both left at their defaults).
- */
-export const transferPortRanges = [
-  { first: 15000, last: 17000 },
-  { first: 12300, last: 14300 },
-];
-export const tierCleanupComponent = 'tier-cleanup';
 
 /** A ServiceAccount, Role and RoleBinding sharing one name. */
 function accountWithRole(
@@ -113,63 +94,6 @@ export function renderLeaderLease(
         : {}),
     },
   };
-}
-
-function policy(
-  backend: KVCacheBackend,
-  ctx: BackendRenderContext,
-  name: string,
-  component: string,
-  spec: NetworkPolicySpec,
-): KubeObject<NetworkPolicy> {
-  return {
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'NetworkPolicy',
-    metadata: childMetadata(backend, ctx.namespace, name, component),
-    spec,
-  };
-}
-
-/**
- * Ingress to the store's Pods: the leader's RPC port from anywhere (engines and members), its admin
- * port from the operator's Pods only; the members' transfer ports from anywhere; nothing to or from
- * a tier cleanup Pod. The probe port and each member's REST port are left to the kubelet, whose
- * traffic from the Pod's own node NetworkPolicies do not govern. Host-network members are outside any
- * NetworkPolicy.
- */
-export function renderNetworkPolicies(
-  backend: KVCacheBackend,
-  ctx: BackendRenderContext,
-): KubeObject<NetworkPolicy>[] {
-  const name = backendName(backend);
-  const tcp = (port: number, endPort?: number): NetworkPolicyPort => ({
-    protocol: 'TCP',
-    port,
-    ...(endPort ? { endPort } : {}),
-  });
-  const groups = managedConnection(backend).members.map((_, i) => memberComponent(i));
-  return [
-    policy(backend, ctx, leaderName(backend), leaderComponent, {
-      podSelector: { matchLabels: backendSelector(name, leaderComponent) },
-      policyTypes: ['Ingress'],
-      ingress: [
-        { ports: [tcp(leaderRpcPort)] },
-        { from: [{ podSelector: { matchLabels: operatorPodLabels } }], ports: [tcp(leaderAdminPort)] },
-      ],
-    }),
-    policy(backend, ctx, `${name}-member`, memberRbacComponent, {
-      podSelector: {
-        matchLabels: { [nameLabel]: 'kv-cache-backend', [instanceLabel]: name },
-        matchExpressions: [{ key: componentLabel, operator: 'In', values: groups }],
-      },
-      policyTypes: ['Ingress'],
-      ingress: [{ ports: transferPortRanges.map((r) => tcp(r.first, r.last)) }],
-    }),
-    policy(backend, ctx, `${name}-${tierCleanupComponent}`, tierCleanupComponent, {
-      podSelector: { matchLabels: backendSelector(name, tierCleanupComponent) },
-      policyTypes: ['Ingress', 'Egress'],
-    }),
-  ];
 }
 
 /**

@@ -5,6 +5,8 @@ export interface BackendRenderContext {
   namespace: string;
   /** The `kv-cache-backend-image` Setting, resolved by the caller. */
   defaultImage: string;
+  /** The namespaces holding a Binding to a pool on this store: their Pods may reach its RPC and transfer ports. */
+  boundNamespaces: readonly string[];
   /** Holds the leader at this many replicas (raising HA from an unelected template goes through 1 first). */
   leaderReplicasOverride?: number;
   /** The leader Pods the Lease asks not to lead (a rollout or a drain hands leadership over). */

@@ -12,6 +12,7 @@ import {
   type ManagedConnection,
   managedConnection,
   resolveImages,
+  tierWritesThrough,
 } from '../../model/backend-spec.ts';
 import {
   adminServiceName,
@@ -21,6 +22,7 @@ import {
   childMetadata,
   leaderAdminPort,
   leaderComponent,
+  leaderMetricsPort,
   leaderName,
   leaderProbePort,
   leaderRpcPort,
@@ -50,14 +52,18 @@ function masterFlags(backend: KVCacheBackend, leader: Leader): string[] {
   return [
     `-rpc_port=${leaderRpcPort}`,
     `-metrics_port=${leaderAdminPort}`,
+    // Degrade, never fail: a read outlives any stall, and a stalled member keeps its keys (decision 28).
     '-default_kv_lease_ttl=5m',
+    '-client_ttl=60',
     '-rpc_address=$(KUBERNETES_POD_IP)',
     '-metrics_host=$(KUBERNETES_POD_IP)',
     `-allocation_strategy=${leader.allocationStrategy === 'Random' ? 'random' : 'free_ratio_first'}`,
     ...((leader.multiTenancy ?? true)
       ? ['-enable_multi_tenants=true', `-tenant_quota_connector_uri=${policyFile}`]
       : []),
-    ...(anyDiskTier(backend) ? ['-enable_offload=true', '-offload_on_evict=true'] : []),
+    ...(anyDiskTier(backend)
+      ? ['-enable_offload=true', `-offload_on_evict=${tierWritesThrough(backend) ? 'false' : 'true'}`]
+      : []),
     ...(leader.extraArgs ?? []),
   ];
 }
@@ -70,6 +76,7 @@ function leaderArgs(backend: KVCacheBackend, ctx: BackendRenderContext): string[
     `--election=${electionOn(backend) ? 'Kubernetes' : 'None'}`,
     `--lease=${ctx.namespace}/${leaderName(backend)}`,
     `--probe-port=${leaderProbePort}`,
+    `--metrics-port=${leaderMetricsPort}`,
     ...leaseTimingFlags(leaseTimings(backend)),
     ...((leader.multiTenancy ?? true)
       ? [`--policy-seed=${policySeedFile}`, `--policy-file=${policyFile}`]
@@ -107,6 +114,7 @@ function leaderContainer(backend: KVCacheBackend, ctx: BackendRenderContext): Co
       { name: 'rpc', containerPort: leaderRpcPort, protocol: 'TCP' },
       { name: 'admin', containerPort: leaderAdminPort, protocol: 'TCP' },
       { name: 'probe', containerPort: leaderProbePort, protocol: 'TCP' },
+      { name: 'metrics', containerPort: leaderMetricsPort, protocol: 'TCP' },
     ],
     // Ready only while serving, so the Service resolves to the elected leader alone.
     readinessProbe: {

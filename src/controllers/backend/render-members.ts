@@ -40,7 +40,14 @@ import {
   storeOffloadBufferBytes,
   storeSecurityContext,
 } from './render-hardening.ts';
-import { localDiskVolume, surveyContainer, tierEnv, tierVolume, unmountHook } from './render-tier.ts';
+import {
+  localDiskVolume,
+  surveyContainer,
+  type TierOwner,
+  tierEnv,
+  tierVolume,
+  unmountHook,
+} from './render-tier.ts';
 
 export const memberBasePort = 8080;
 // Member shutdown budget, on top of the tier's scale-in grace.
@@ -180,6 +187,14 @@ export function memberUser(backend: KVCacheBackend, index: number): number {
   return effectiveUser(fabricCapabilities(backend, group), group.securityContext);
 }
 
+/** The identity a tier's marker carries: the backend's UID, which a re-created namesake does not share. */
+function tierOwner(backend: KVCacheBackend, namespace: string): TierOwner {
+  const uid = backend.metadata.uid;
+  if (!uid)
+    throw new Error(`KVCacheBackend ${backendName(backend)} has no metadata.uid to mark its tier with`);
+  return { uid, backend: `${namespace}/${backendName(backend)}` };
+}
+
 function tierGraceSeconds(backend: KVCacheBackend): number {
   return managedConnection(backend).scaleIn?.gracePeriodSeconds ?? 0;
 }
@@ -204,7 +219,13 @@ function memberPodSpec(backend: KVCacheBackend, index: number, ctx: BackendRende
     ...(disk
       ? {
           initContainers: [
-            surveyContainer(disk, images.members[index]!, images.pullPolicy, memberUser(backend, index)),
+            surveyContainer(
+              disk,
+              tierOwner(backend, ctx.namespace),
+              images.members[index]!,
+              images.pullPolicy,
+              memberUser(backend, index),
+            ),
           ],
         }
       : {}),

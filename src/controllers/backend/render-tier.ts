@@ -12,6 +12,8 @@ export const localDiskVolume = 'local-disk';
 // Operator-chosen buckets: the store's defaults (256 MB / 500 keys) would leave modest tiers empty.
 const bucketSizeLimitBytes = '16777216';
 const bucketKeysLimit = '64';
+// A write-through tier's offload heartbeat (decision 45): 1 s, as measured.
+const writeThroughHeartbeatSeconds = '1';
 // The preStop client waits this much longer than the grace it asks the member for.
 const hookMarginSeconds = 10;
 
@@ -62,6 +64,10 @@ export function tierEnv(disk: LocalDisk): EnvVar[] {
         ]
       : []),
     ...(keyLimit > 0 ? [{ name: 'MOONCAKE_OFFLOAD_TOTAL_KEYS_LIMIT', value: String(keyLimit) }] : []),
+    // Write-through is for failover: a new leader learns the tier on the next beat (the store's is 10 s).
+    ...(disk.offload === 'WriteThrough'
+      ? [{ name: 'MOONCAKE_OFFLOAD_HEARTBEAT_INTERVAL_SECONDS', value: writeThroughHeartbeatSeconds }]
+      : []),
     ...evictionEnv(disk.eviction),
   ];
 }
@@ -71,27 +77,63 @@ export function tierVolume(disk: LocalDisk): Volume {
   return { name: localDiskVolume, hostPath: { path: disk.path, type: 'Directory' } };
 }
 
-/** Counts the tier directory's entries (-1 if unreadable) and `/` as a control; never fails the Pod. */
+/** The file members write into their tier naming the backend that owns it (decision 45). */
+export const tierMarkerFile = '.kvpool-tier';
+
+/** Who owns a tier: the backend's UID (a re-created backend of the same name gets a new one). */
+export interface TierOwner {
+  uid: string;
+  /** namespace/name, for a reader of the marker. */
+  backend: string;
+}
+
+/**
+ * The survey and claim of a tier directory, run before the store can read it. It counts the entries
+ * (the marker aside; -1 if unreadable) and `/` as a control, then: an empty directory, or one whose
+ * marker names this backend, is claimed (marker written); anything else is another backend's or an
+ * unmarked earlier tier's, which `KVPOOL_TIER_FOREIGN_CONTENT=Remove` empties first and otherwise
+ * stops the Pod, so the store never re-registers it. The verdict goes to the termination message.
+ */
 export function surveyScript(path: string): string {
-  const quoted = shellQuote(path);
+  const dir = '"$d"';
+  const marker = `"$d/${tierMarkerFile}"`;
+  const report = `printf 'entries=%s control=%s tier=%s marker=%s' "$entries" "$control" "$tier" "\${found:-none}" > /dev/termination-log`;
   return [
-    `if ls -A ${quoted} >/dev/null 2>&1; then entries=$(($(ls -A ${quoted} | wc -l))); else entries=-1; fi`,
+    `d=${shellQuote(path)}`,
     'control=$(($(ls -A / | wc -l)))',
-    `printf 'entries=%s control=%s' "$entries" "$control" > /dev/termination-log`,
+    `if ! ls -A ${dir} >/dev/null 2>&1; then printf 'entries=-1 control=%s' "$control" > /dev/termination-log; exit 0; fi`,
+    `entries=$(($(ls -A ${dir} | grep -cvxE '\\${tierMarkerFile}(\\.tmp)?')))`,
+    `found=$(sed -n 's/^uid=//p' ${marker} 2>/dev/null | head -n 1)`,
+    'if [ "$entries" -eq 0 ]; then tier=new; elif [ -n "$found" ] && [ "$found" = "$KVPOOL_TIER_OWNER" ]; then tier=own; elif [ "$KVPOOL_TIER_FOREIGN_CONTENT" = Remove ]; then tier=removed; else tier=refused; fi',
+    `if [ "$tier" = removed ] && ! find ${dir} -mindepth 1 -delete; then tier=unremovable; fi`,
+    `if [ "$tier" = refused ] || [ "$tier" = unremovable ]; then ${report}; echo "tier $tier: $d holds $entries entries this backend did not write (marker: \${found:-none})" >&2; exit 1; fi`,
+    `printf 'uid=%s\\nbackend=%s\\n' "$KVPOOL_TIER_OWNER" "$KVPOOL_TIER_BACKEND" > "$d/${tierMarkerFile}.tmp" && mv -f "$d/${tierMarkerFile}.tmp" ${marker}`,
+    report,
     'exit 0',
   ].join('; ');
 }
 
-/** The init container whose termination message tells whether the tier started empty; it runs as the member does. */
-export function surveyContainer(disk: LocalDisk, image: string, pullPolicy: string, user: number): Container {
+/** The init container that surveys and claims the tier before the member starts; it runs as the member does. */
+export function surveyContainer(
+  disk: LocalDisk,
+  owner: TierOwner,
+  image: string,
+  pullPolicy: string,
+  user: number,
+): Container {
   return {
     name: 'local-disk-survey',
     image,
     imagePullPolicy: pullPolicy,
     command: ['sh', '-c', surveyScript(disk.path)],
+    env: [
+      { name: 'KVPOOL_TIER_OWNER', value: owner.uid },
+      { name: 'KVPOOL_TIER_BACKEND', value: owner.backend },
+      { name: 'KVPOOL_TIER_FOREIGN_CONTENT', value: disk.foreignContent ?? 'Refuse' },
+    ],
     resources: smallJobResources,
     securityContext: storeSecurityContext([], { runAsUser: user }),
-    volumeMounts: [{ name: localDiskVolume, mountPath: disk.path, readOnly: true }],
+    volumeMounts: [{ name: localDiskVolume, mountPath: disk.path }],
     terminationMessagePolicy: 'File',
   };
 }

@@ -8,15 +8,12 @@ import type { Role, RoleBinding } from 'kubernetes-types/rbac/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { managedConnection } from '../../model/backend-spec.ts';
-import {
-  renderElectionRbac,
-  renderLeaderDisruptionBudget,
-  renderLeaderLease,
-  renderNetworkPolicies,
-} from './render-access.ts';
+import { operatorPodLabels } from '../../model/store-objects.ts';
+import { renderElectionRbac, renderLeaderDisruptionBudget, renderLeaderLease } from './render-access.ts';
 import type { BackendRenderContext } from './render-context.ts';
 import { renderAdminService, renderLeaderDeployment, renderLeaderService } from './render-leader.ts';
 import { renderMemberDaemonSet } from './render-members.ts';
+import { storeNetworkPolicies } from './render-network.ts';
 
 export { type ResolvedImages, resolveImages } from '../../model/backend-spec.ts';
 export type { BackendRenderContext } from './render-context.ts';
@@ -43,7 +40,10 @@ export function renderBackend(backend: KVCacheBackend, ctx: BackendRenderContext
     adminService: renderAdminService(backend, ctx),
     rbac: renderElectionRbac(backend, ctx),
     lease: renderLeaderLease(backend, ctx),
-    networkPolicies: renderNetworkPolicies(backend, ctx),
+    networkPolicies: storeNetworkPolicies(backend, ctx.boundNamespaces, {
+      namespace: ctx.namespace,
+      podLabels: operatorPodLabels,
+    }),
     disruptionBudget: renderLeaderDisruptionBudget(backend, ctx),
     memberDaemonSets: managedConnection(backend).members.map((_, i) =>
       renderMemberDaemonSet(backend, i, ctx),

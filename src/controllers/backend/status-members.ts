@@ -1,11 +1,14 @@
 // The member rows and the MembersMounted and PoolWrites verdicts of a backend's status (KV-cache spec
 // §2.1, §4.7): segments joined to member Pods by address. Pure.
 
-import { decided as cond, type DecidedCondition, nameList } from '../../model/conditions.ts';
+import { backendConditions } from '../../api/kvcache-backend-conditions.ts';
+import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
 import type { Segment } from '../../store/observe.ts';
 import { gauge } from '../../store/prometheus.ts';
 import type { PodView } from './pod-view.ts';
 import type { BackendView, LeaderVerdict, MemberRow } from './status-view.ts';
+
+const cond = deciderOf(backendConditions);
 
 /** The host part of `host:port` (IPv6 `[::1]:port` aware). */
 export function endpointHost(endpoint: string | undefined): string | undefined {

@@ -1,7 +1,10 @@
 // What the backend's status is decided from (a BackendView, gathered by view.ts) and the verdicts the
 // decision's parts hand each other: a leaf, shared by status.ts and status-members.ts.
+import type { ReasonOf, RelayedReason } from '../../api/condition-table.ts';
 import type { KVCacheBackendStatus } from '../../api/kvcache-backend.ts';
+import type { backendConditions } from '../../api/kvcache-backend-conditions.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
+import type { ChildConflict } from '../../model/child-ownership.ts';
 import type { DecidedCondition } from '../../model/conditions.ts';
 import type { StoreObservation } from '../../store/observe.ts';
 import type { PodView } from './pod-view.ts';
@@ -22,6 +25,8 @@ export interface BackendView {
   usedBy: UsedByEntry[];
   /** Why nothing could be rendered (an unresolvable image), if so. */
   renderProblem?: string;
+  /** Children whose names objects this backend does not control hold (left alone, not applied). */
+  conflicts?: ChildConflict[];
   /** The admin endpoint read this pass; undefined when none is known (no ready leader). */
   adminAddress?: string;
   store?: StoreObservation;
@@ -49,8 +54,10 @@ export interface BackendView {
 /** One row of status.members. */
 export type MemberRow = NonNullable<KVCacheBackendStatus['members']>[number];
 
+export type LeaderReason = ReasonOf<typeof backendConditions, 'LeaderAvailable'> | RelayedReason;
+
 export interface LeaderVerdict {
-  condition: DecidedCondition;
+  condition: DecidedCondition<'LeaderAvailable', LeaderReason>;
   serving: boolean;
   severity: 'ok' | 'starting' | 'error';
 }

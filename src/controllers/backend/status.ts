@@ -1,12 +1,15 @@
 // The backend's conditions, phase, capacity and member rows, decided from what the store and the
 // cluster report (KV-cache spec §2.1, §4.7, §5.4). Pure: the reconciler gathers a BackendView and
 // writes what this returns.
+import { RolloutCompleteReason as Rollout } from '../../api/kvcache-backend.ts';
+import { backendConditions } from '../../api/kvcache-backend-conditions.ts';
 import { formatQuantity } from '../../api/readable-quantity.ts';
-import { type DecidedCondition, decided, nameList } from '../../model/conditions.ts';
+import { childConflictMessage } from '../../model/child-ownership.ts';
+import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
 import { formatBinarySI } from '../../model/quantity.ts';
 import { capacityFrom } from '../../store/observe.ts';
 import { membersVerdict, poolWritesVerdict } from './status-members.ts';
-import type { BackendView, LeaderVerdict, MemberRow } from './status-view.ts';
+import type { BackendView, LeaderReason, LeaderVerdict, MemberRow } from './status-view.ts';
 
 export { endpointHost } from './status-members.ts';
 export type { BackendView, DeploymentView, LeaderVerdict, MemberRow } from './status-view.ts';
@@ -19,10 +22,10 @@ export interface BackendStatusDecision {
   members?: MemberRow[];
 }
 
-const cond = decided;
+const cond = deciderOf(backendConditions);
 
 function leaderVerdict(v: BackendView): LeaderVerdict {
-  const bad = (reason: string, message: string, severity: 'starting' | 'error'): LeaderVerdict => ({
+  const bad = (reason: LeaderReason, message: string, severity: 'starting' | 'error'): LeaderVerdict => ({
     condition: cond('LeaderAvailable', 'False', reason, message),
     serving: false,
     severity,
@@ -100,13 +103,20 @@ function capacityVerdict(
 }
 
 function rolloutVerdict(v: BackendView): DecidedCondition | undefined {
+  if (v.managed && v.conflicts?.length)
+    return cond(
+      'RolloutComplete',
+      'False',
+      Rollout.ChildConflict,
+      childConflictMessage(v.conflicts, 'KVCacheBackend'),
+    );
   if (!v.managed || !v.deployment) return undefined;
   const d = v.deployment;
   if (d.observedGeneration < d.generation) {
     return cond(
       'RolloutComplete',
       'Unknown',
-      'UpdateNotObserved',
+      Rollout.UpdateNotObserved,
       'the Deployment controller has not observed the latest leader template yet',
     );
   }
@@ -114,7 +124,7 @@ function rolloutVerdict(v: BackendView): DecidedCondition | undefined {
     return cond(
       'RolloutComplete',
       'False',
-      'ReplicasPending',
+      Rollout.ReplicasPending,
       'the elected template runs at one replica first; the replicas are raised once no old replica remains',
     );
   }
@@ -127,15 +137,15 @@ function rolloutVerdict(v: BackendView): DecidedCondition | undefined {
     return cond(
       'RolloutComplete',
       'False',
-      'Progressing',
+      Rollout.Progressing,
       `${d.updated} of ${d.desired} leader replicas run the current template (${d.replicas} exist)${more}`,
     );
   }
-  if (members) return cond('RolloutComplete', 'False', 'MembersRolling', members);
+  if (members) return cond('RolloutComplete', 'False', Rollout.MembersRolling, members);
   return cond(
     'RolloutComplete',
     'True',
-    'Complete',
+    Rollout.Complete,
     `every leader replica (${d.desired}) and member Pod runs the current template`,
   );
 }
@@ -198,6 +208,8 @@ function phaseOf(
     };
   }
   if (v.renderProblem) return { phase: 'Degraded', phaseMessage: v.renderProblem };
+  if (v.managed && v.conflicts?.length)
+    return { phase: 'Degraded', phaseMessage: childConflictMessage(v.conflicts, 'KVCacheBackend') };
   if (leader.severity === 'error') return { phase: 'Error', phaseMessage: leader.condition.message };
   if (leader.severity === 'starting')
     return { phase: 'Provisioning', phaseMessage: leader.condition.message };

@@ -4,6 +4,7 @@
 // leave content behind are Warning events on the Node.
 import { createHash } from 'node:crypto';
 import type { Node, Pod } from 'kubernetes-types/core/v1.js';
+import { canonicalTierPath, tierPathProblem } from '../../api/tier-path.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { OperatorContext } from '../../context/operator-context.ts';
 import type { KubeObject } from '../../kube/object.ts';
@@ -11,9 +12,9 @@ import { groupDisk, managedConnection, resolveImages } from '../../model/backend
 import { workerApiVersion } from '../../model/identity.ts';
 import { backendLabels, backendOwnerReference } from '../../model/store-objects.ts';
 import { shellQuote } from '../../shell.ts';
-import { tierCleanupComponent } from './render-access.ts';
 import { smallJobResources, storeSecurityContext } from './render-hardening.ts';
 import { memberUser } from './render-members.ts';
+import { tierCleanupComponent } from './render-network.ts';
 
 /** The cleanup of one group's tier directory on one node. */
 interface NodeCleanup {
@@ -24,10 +25,15 @@ interface NodeCleanup {
   outcome?: 'cleaned' | 'skipped' | 'partly' | 'not-cleaned';
 }
 
-/** Paths overlap when equal or one contains the other. */
+/** How long a node's tier cleanup Pod may take before it is deleted and the directory reported not emptied. */
+export const defaultTierCleanupDeadlineMs = 5 * 60_000;
+
+/** Paths overlap when equal or one contains the other, compared by canonical components. */
 export function pathsOverlap(a: string, b: string): boolean {
-  const norm = (p: string) => (p.endsWith('/') ? p : `${p}/`);
-  return norm(a).startsWith(norm(b)) || norm(b).startsWith(norm(a));
+  const parts = (p: string) => canonicalTierPath(p).split('/').filter(Boolean);
+  const [x, y] = [parts(a), parts(b)];
+  const [shorter, longer] = x.length <= y.length ? [x, y] : [y, x];
+  return shorter.every((c, i) => c === longer[i]);
 }
 
 /** "5 minutes", "1 minute", "8 s": the deadline as the events state it. */
@@ -49,7 +55,7 @@ export class TierCleanup {
   /** Per backend uid: the nodes each group selected when the deletion began. */
   private readonly plans = new Map<string, NodeCleanup[]>();
 
-  constructor(ctx: OperatorContext, deadlineMs = 5 * 60_000) {
+  constructor(ctx: OperatorContext, deadlineMs = defaultTierCleanupDeadlineMs) {
     this.ctx = ctx;
     this.deadlineMs = deadlineMs;
   }
@@ -124,6 +130,16 @@ export class TierCleanup {
   ): Promise<void> {
     const name = podName(backend.metadata.name!, job.group, job.node);
     const ref = { apiVersion: 'v1', kind: 'Pod', namespace: this.ctx.namespace, name };
+    // A path stored before admission refused system directories is never emptied.
+    const problem = tierPathProblem(job.path);
+    if (problem) {
+      job.outcome = 'not-cleaned';
+      return this.nodeEvent(
+        job,
+        'KVCacheTierNotCleaned',
+        `${job.path} of backend ${backend.metadata.name} was left as it is: ${problem}`,
+      );
+    }
     const shared = this.sharedWith(backend, job.path, backends);
     if (shared) {
       await this.ctx.client.delete(ref);

@@ -3,21 +3,29 @@
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
-import { type BackendInformers, byBackend, byInstance, byInvolvedUid } from '../../context/informers.ts';
+import {
+  type BackendInformers,
+  byBackend,
+  byInstance,
+  byInvolvedUid,
+  byPool,
+} from '../../context/informers.ts';
 import type { OperatorContext } from '../../context/operator-context.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { anyDiskTier, electionOn, managedConnection } from '../../model/backend-spec.ts';
+import type { ChildConflict } from '../../model/child-ownership.ts';
 import {
   componentLabel,
   leaderName,
   memberComponent,
   memberDaemonSetName,
+  ownedByBackend,
 } from '../../model/store-objects.ts';
 import type { StoreObservation } from '../../store/observe.ts';
 import { viewPod } from './pod-view.ts';
 import type { MemberRollPlan } from './rollout-plan.ts';
 import { type BackendView, endpointHost } from './status.ts';
-import { decideTierWasEmpty, firstMembers, readSurvey } from './tier-survey.ts';
+import { decideTierRefusal, decideTierWasEmpty, firstMembers, readSurvey } from './tier-survey.ts';
 
 /** Pools naming this backend, including those still tearing down: each holds the backend until gone. */
 export function backendUsedBy(informers: BackendInformers, backend: string): UsedByEntry[] {
@@ -27,6 +35,16 @@ export function backendUsedBy(informers: BackendInformers, backend: string): Use
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
+/**
+ * The namespaces holding a Binding to a pool on this backend, sorted: their Pods may reach the store.
+ * A Binding counts until it is gone (its engines run while it drains), whatever its phase.
+ */
+export function boundNamespaces(informers: BackendInformers, backend: string): string[] {
+  const pools = informers.pools.byIndex(byBackend, backend);
+  const bindings = pools.flatMap((p) => informers.bindings.byIndex(byPool, p.metadata.name!));
+  return [...new Set(bindings.map((b) => b.metadata.namespace!))].sort();
+}
+
 /** Hosts the master lists a segment from, in its latest listing; undefined without one. */
 export function mountedHosts(store: StoreObservation | undefined): ReadonlySet<string> | undefined {
   const listing = store?.segments;
@@ -34,7 +52,7 @@ export function mountedHosts(store: StoreObservation | undefined): ReadonlySet<s
   return new Set(listing.value.segments.flatMap((s) => endpointHost(s.teEndpoint) ?? []));
 }
 
-/** TierWasEmpty from the first member Pods of the groups that declare a tier (decided once). */
+/** TierWasEmpty from the first member Pods of the groups that declare a tier (decided once), or a refusal from any. */
 function tierVerdict(backend: KVCacheBackend, informers: BackendInformers, pods: KubeObject<Pod>[]) {
   const groups = managedConnection(backend)
     .members.map((g, i) => (g.localDisks?.length ? i : -1))
@@ -44,6 +62,12 @@ function tierVerdict(backend: KVCacheBackend, informers: BackendInformers, pods:
   const inGroups = pods.filter((p) =>
     groups.some((i) => p.metadata.labels?.[componentLabel] === memberComponent(i)),
   );
+  const refusal = decideTierRefusal(
+    inGroups.flatMap((p) => readSurvey(p) ?? []),
+    `spec.connection.managed.members[${groups[0]}].localDisks[0]`,
+    backend.metadata.uid ?? '',
+  );
+  if (refusal) return refusal;
   const readings = firstMembers(inGroups, backend.metadata.creationTimestamp).flatMap(
     (p) => readSurvey(p) ?? [],
   );
@@ -63,6 +87,7 @@ export function buildBackendView(
     adminAddress?: string;
     store?: StoreObservation;
     renderProblem?: string;
+    conflicts?: ChildConflict[];
     replicasPending?: boolean;
     memberRoll?: MemberRollPlan;
     handover?: string;
@@ -84,13 +109,16 @@ export function buildBackendView(
       view.fault = { reason: 'FailedMount', message: failed.message };
     return [view];
   });
-  const deployment = managed ? informers.deployments.get(leaderName(backend), ctx.namespace) : undefined;
+  // Another object holding the leader Deployment's name is not this backend's leader.
+  const leader = managed ? informers.deployments.get(leaderName(backend), ctx.namespace) : undefined;
+  const deployment = leader && ownedByBackend(leader, backend) ? leader : undefined;
   const lease = managed ? informers.leases.get(leaderName(backend), ctx.namespace) : undefined;
   return {
     managed,
     deleting: Boolean(backend.metadata.deletionTimestamp),
     usedBy: backendUsedBy(informers, name),
     renderProblem: extra.renderProblem,
+    conflicts: extra.conflicts,
     adminAddress: extra.adminAddress,
     store: extra.store,
     includeFiles: !managed || anyDiskTier(backend),

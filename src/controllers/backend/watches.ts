@@ -1,16 +1,28 @@
 // How the events of what the backend controller reads (context/informers.ts) map to backend keys.
+import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import type { BackendInformers } from '../../context/informers.ts';
 import { instanceOf } from '../../context/informers.ts';
 import type { OperatorContext } from '../../context/operator-context.ts';
-import type { Controller } from '../../kube/controller.ts';
+import type { Controller, KeyMapper } from '../../kube/controller.ts';
+import type { Informer } from '../../kube/informer.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import { componentLabel, leaderOwner } from '../../model/store-objects.ts';
+
+/**
+ * A Binding that comes or goes changes which namespaces its store's NetworkPolicies admit: it wakes
+ * the backend of its pool. Its pool and namespace never change, so an update wakes nothing.
+ */
+export function bindingWakes(pools: Pick<Informer<KVCachePool>, 'get'>): KeyMapper<KVCachePoolBinding> {
+  return (b, event) =>
+    event === 'add' || event === 'delete' ? (pools.get(b.spec.poolRef.name)?.spec.backends ?? []) : [];
+}
 
 export function wireBackendWatches(controller: Controller, i: BackendInformers, ctx: OperatorContext): void {
   controller.watch(i.backends, (b) => [b.metadata.name!]);
   controller.watch(i.pools, (p, _e, old) => [
     ...new Set([...(p.spec.backends ?? []), ...(old?.spec.backends ?? [])]),
   ]);
+  controller.watch(i.bindings, bindingWakes(i.pools));
   controller.watch(i.pods, instanceOf);
   controller.watch(i.deployments, instanceOf);
   controller.watch(i.daemonSets, instanceOf);

@@ -1,9 +1,13 @@
 // Resolves a deployment's cache: Binding (same namespace) → pool → backend, into the connection the
 // engines are given, or the reason there is none (KV-cache spec §2.4, §6.2). Pure.
+import type { ReasonOf } from '../../api/condition-table.ts';
+import { conditionOf } from '../../api/conditions.ts';
+import { PoolReason } from '../../api/kvcache-pool-conditions.ts';
+import { modelDeploymentConditions } from '../../api/model-deployment-conditions.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../../api/types.ts';
 import type { CacheConnection } from '../../inject/types.ts';
 import { effectiveProtocol, storeProtocol } from '../../model/backend-spec.ts';
-import { type ConditionStatus, type DecidedCondition, decided } from '../../model/conditions.ts';
+import { type ConditionStatus, type DecidedCondition, deciderOf } from '../../model/conditions.ts';
 import { domainOf } from '../../model/domains.ts';
 
 export interface CacheResolution {
@@ -14,7 +18,9 @@ export interface CacheResolution {
   echo?: { binding: string; pool?: string; domain?: { name: string; blockSize?: number; dtype?: string } };
 }
 
-const cond = (status: ConditionStatus, reason: string, message: string) =>
+const decided = deciderOf(modelDeploymentConditions);
+type Registration = ReasonOf<typeof modelDeploymentConditions, 'DomainRegistered'>;
+const cond = (status: ConditionStatus, reason: Registration, message: string) =>
   decided('DomainRegistered', status, reason, message);
 
 export function resolveCache(
@@ -66,7 +72,7 @@ export function resolveCache(
   if (pool?.status?.phase !== 'Ready' || !endpoint || !backend) {
     return { domainRegistered: registered, echo };
   }
-  const ledger = pool.status?.conditions?.find((c) => c.type === 'QuotaLedgerAvailable');
+  const ledger = conditionOf(pool, 'QuotaLedgerAvailable');
   const group = backend.spec.connection.managed?.members[0];
   const protocol = group
     ? storeProtocol(effectiveProtocol(backend, group))
@@ -80,7 +86,7 @@ export function resolveCache(
       domain,
       masterAddress: endpoint,
       protocol,
-      tenantInjected: !(ledger?.status === 'False' && ledger.reason === 'MultiTenancyDisabled'),
+      tenantInjected: !(ledger?.status === 'False' && ledger.reason === PoolReason.MultiTenancyDisabled),
     },
   };
 }

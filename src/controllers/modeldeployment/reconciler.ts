@@ -3,15 +3,24 @@
 // as they are), and reports roles, the cache and the conditions of ModelDeployment spec §2.
 
 import type { DeploymentSpec } from 'kubernetes-types/apps/v1.js';
+import { ReplicasUpToDateReason } from '../../api/model-deployment.ts';
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
-import { applyChild, applyStatus, ensureFinalizer, removeFinalizer } from '../../context/apply.ts';
+import {
+  applyChild,
+  applyOwnedChild,
+  applyStatus,
+  claimLiveChild,
+  ensureFinalizer,
+  removeFinalizer,
+} from '../../context/apply.ts';
 import { intentConfirmation } from '../../context/current-intent.ts';
 import { byInstanceNs, type DeploymentInformers, deploymentInformers } from '../../context/informers.ts';
 import type { OperatorContext } from '../../context/operator-context.ts';
 import { injectedAnnotation } from '../../inject/types.ts';
 import { Controller, type ReconcileResult, splitKey } from '../../kube/controller.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { mergeConditions } from '../../model/conditions.ts';
+import { type ChildConflict, claimChild } from '../../model/child-ownership.ts';
+import { type DecidedCondition, mergeConditions } from '../../model/conditions.ts';
 import { isTakeOver, servingPort } from '../../model/engine-roles.ts';
 import { fieldManagers } from '../../model/identity.ts';
 import { parseQuantityBytes } from '../../model/quantity.ts';
@@ -81,7 +90,9 @@ export class ModelDeploymentReconciler {
       renderFailure = err instanceof Error ? err.message : String(err);
       await this.ctx.events.record(md, 'Warning', 'RenderFailed', renderFailure);
     }
-    const heldByCache = rendered ? await this.applyChildren(md, rendered, Boolean(cache.connection)) : false;
+    const { heldByCache, conflicts } = rendered
+      ? await this.applyChildren(md, rendered, Boolean(cache.connection))
+      : { heldByCache: false, conflicts: [] };
 
     const roles = this.roleViews(md);
     // Replicas are read by the watcher, which wakes this pass when what they report changes.
@@ -97,7 +108,9 @@ export class ModelDeploymentReconciler {
       reports: md.spec.kvCache ? this.ctx.replicas.latest(key) : undefined,
       domainUsageBytes: usage === undefined ? undefined : Number(parseQuantityBytes(usage)),
       renderFailure,
+      conflicts,
     });
+    await this.noteConflict(md, d.conditions);
     await applyStatus(this.ctx.client, md, {
       phase: d.phase,
       phaseMessage: d.phaseMessage,
@@ -107,17 +120,27 @@ export class ModelDeploymentReconciler {
     return { requeueAfterMs: renderFailure ? 30_000 : 15_000 };
   }
 
-  /** Applies the rendered children; true when replicas were kept as they run (no cache connection). */
+  /**
+   * Applies the rendered children but those whose name an object it does not control holds (returned,
+   * left alone); heldByCache when replicas were kept as they run (no cache connection).
+   */
   private async applyChildren(
     md: ModelDeployment,
     rendered: ReturnType<typeof renderModelDeployment>,
     connected: boolean,
-  ): Promise<boolean> {
+  ): Promise<{ heldByCache: boolean; conflicts: ChildConflict[] }> {
     const namespace = md.metadata.namespace!;
     const i = this.informers;
+    const uid = md.metadata.uid;
     let heldByCache = false;
+    const conflicts: ChildConflict[] = [];
     for (const d of rendered.deployments) {
-      const live = i.workloads.get(d.metadata.name!, namespace);
+      const cached = i.workloads.get(d.metadata.name!, namespace);
+      const { live, conflict } = await claimLiveChild(this.ctx.client, d, cached, uid);
+      if (conflict) {
+        conflicts.push(conflict);
+        continue;
+      }
       const liveInjected = Boolean(live?.spec?.template?.metadata?.annotations?.[injectedAnnotation]);
       if (md.spec.kvCache && !connected && live && liveInjected) {
         // No connection this pass: keep the replicas as they run (a store blink must not restart them all).
@@ -136,15 +159,21 @@ export class ModelDeploymentReconciler {
       }
       await applyChild(this.ctx.client, d, live, this.appliedOnce);
     }
-    for (const s of rendered.services)
-      await applyChild(
-        this.ctx.client,
-        s,
-        i.engineServices.get(s.metadata.name!, namespace),
-        this.appliedOnce,
-      );
+    for (const s of rendered.services) {
+      const cached = i.engineServices.get(s.metadata.name!, namespace);
+      const conflict = await applyOwnedChild(this.ctx.client, s, cached, this.appliedOnce, uid);
+      if (conflict) conflicts.push(conflict);
+    }
     await this.prune(md, rendered.deployments, rendered.services);
-    return heldByCache;
+    return { heldByCache, conflicts };
+  }
+
+  /** One Warning event when a child's name is first found held by an object kvpool does not control. */
+  private async noteConflict(md: ModelDeployment, conditions: DecidedCondition[]): Promise<void> {
+    const was = md.status?.conditions?.find((c) => c.type === 'ReplicasUpToDate')?.reason;
+    const now = conditions.find((c) => c.type === 'ReplicasUpToDate');
+    if (now?.reason !== ReplicasUpToDateReason.ChildConflict || was === now.reason) return;
+    await this.ctx.events.record(md, 'Warning', now.reason, now.message);
   }
 
   /** The lowest runtime version of each InstanceType a role without an image runs on; skew is reported. */
@@ -169,7 +198,9 @@ export class ModelDeploymentReconciler {
 
   private roleViews(md: ModelDeployment): RoleView[] {
     return md.spec.roles.map((role) => {
-      const live = this.informers.workloads.get(roleObjectName(md, role), md.metadata.namespace);
+      const cached = this.informers.workloads.get(roleObjectName(md, role), md.metadata.namespace);
+      // Another object holding the name is not this role's: its replicas are not counted.
+      const live = claimChild(cached, md.metadata.uid).kind === 'ours' ? cached : undefined;
       const current = (live?.status?.observedGeneration ?? 0) >= (live?.metadata.generation ?? 1);
       return {
         name: role.name,

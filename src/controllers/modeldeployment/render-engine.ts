@@ -4,8 +4,8 @@
 import type { Container, ContainerPort, EnvVar, VolumeMount } from 'kubernetes-types/core/v1.js';
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
+import { flagValue, hasFlag } from '../../inject/argv.ts';
 import { defaultEnv } from '../../inject/env.ts';
-import { flagValue, hasFlag } from '../../inject/owned-keys.ts';
 import type { EngineFamily } from '../../inject/types.ts';
 import { defaultServingPort, engineFamily, isTakeOver, servingPort } from '../../model/engine-roles.ts';
 import { engineImage } from '../../model/runner-image.ts';

@@ -5,9 +5,10 @@ import type { PodTemplateSpec, Service, Volume, VolumeMount } from 'kubernetes-t
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
 import { injectCache } from '../../inject/inject.ts';
-import type { CacheConnection } from '../../inject/types.ts';
+import { type CacheConnection, loadFailurePolicyOf } from '../../inject/types.ts';
 import { sha256Hex } from '../../kube/canonical-json.ts';
 import type { KubeObject } from '../../kube/object.ts';
+import { baselineRefusals } from '../../model/engine-baseline.ts';
 import { engineFamily, isTakeOver, servingPort } from '../../model/engine-roles.ts';
 import { type EngineDraft, engineContainer, engineContainerName, engineDraft } from './render-engine.ts';
 import {
@@ -96,6 +97,7 @@ function attachCache(
     annotations: {},
     connection: ctx.connection,
     dtypeOwned: ctx.dtypeOwned,
+    loadFailurePolicy: loadFailurePolicyOf(md.metadata.annotations),
     placement: 'command',
   });
   const c = out.container;
@@ -121,6 +123,8 @@ function podTemplate(
   const pullSecrets = role.imagePullSecrets;
   const spec = {
     terminationGracePeriodSeconds: role.terminationGracePeriodSeconds ?? 30,
+    // Engines do not call the Kubernetes API: no token unless the role asks for one.
+    automountServiceAccountToken: role.automountServiceAccountToken === true,
     ...(pullSecrets?.length ? { imagePullSecrets: pullSecrets.map((s) => ({ name: s.name })) } : {}),
     containers: [
       engineContainer(md, role, type, pod.draft, ctx.overcommit, ctx.runtimeVersions?.get(role.instanceType)),
@@ -142,6 +146,9 @@ export function renderRoleDeployment(
     throw new Error(
       `role ${role.name}: size ${role.size} is not supported (one Pod per replica); set size to 1`,
     );
+  // Admission refuses these; one stored before it did is not rendered with the operator's rights.
+  const forbidden = baselineRefusals(role, `spec.roles[${md.spec.roles.indexOf(role)}]`);
+  if (forbidden.length) throw new Error(`role ${role.name}: ${forbidden.join('; ')}`);
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',

@@ -1,11 +1,21 @@
 // A ModelDeployment's phase, role counts and conditions (ModelDeployment spec §2, KV-cache spec §2.4),
 // decided from its Deployments, its cache resolution and what ready replicas report. Pure.
+import {
+  CacheAttachedReason as Reason,
+  ReplicasUpToDateReason as Rollout,
+} from '../../api/model-deployment.ts';
+import { modelDeploymentConditions } from '../../api/model-deployment-conditions.ts';
 import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { ModelDeployment } from '../../api/types.ts';
-import { type DecidedCondition, decided } from '../../model/conditions.ts';
+import { type ChildConflict, childConflictMessage } from '../../model/child-ownership.ts';
+import { type ConditionStatus, type DecidedCondition, deciderOf } from '../../model/conditions.ts';
+import { poolPrefixOf } from '../../model/pool-prefix.ts';
 import type { CacheReports } from '../../store/replica-reports.ts';
+import type { ReplicaReading } from '../../store/replica-trend.ts';
 import type { CacheResolution } from './connection.ts';
 import { servicePort } from './render.ts';
+
+const decided = deciderOf(modelDeploymentConditions);
 
 export interface RoleView {
   name: string;
@@ -23,61 +33,64 @@ export interface DeploymentView {
   cache: CacheResolution;
   /** Replicas whose render changed but that are kept while no cache connection resolved. */
   heldByCache: boolean;
-  reports?: CacheReports;
+  /** What the ready replicas' own counters say (undefined: no replica reported). */
+  reports?: ReplicaReading;
   /** Bytes the deployment's domain holds on the store, from its Binding (undefined: not reported). */
   domainUsageBytes?: number;
   /** Why the roles could not be rendered this pass (nothing was applied), if so. */
   renderFailure?: string;
+  /** Children whose names objects kvpool does not control hold (left alone, not applied). */
+  conflicts?: ChildConflict[];
 }
 
 function cacheAttached(v: DeploymentView): DecidedCondition {
-  if (!v.md.spec.kvCache)
-    return decided('CacheAttached', 'True', 'NotApplicable', 'this deployment uses no shared cache');
+  const c = (status: ConditionStatus, reason: (typeof Reason)[keyof typeof Reason], message: string) =>
+    decided('CacheAttached', status, reason, message);
+  if (!v.md.spec.kvCache) return c('True', Reason.NotApplicable, 'this deployment uses no shared cache');
   if (v.roles.every((r) => r.unmanaged)) {
-    return decided(
-      'CacheAttached',
+    return c(
       'Unknown',
-      'Unmanaged',
+      Reason.Unmanaged,
       'every role takes over its command, so no cache configuration is rendered',
     );
   }
   if (!v.roles.some((r) => r.ready > 0))
-    return decided(
-      'CacheAttached',
-      'Unknown',
-      'NoReplicaReady',
-      'no replica is ready to report on the cache',
-    );
-  if (v.reports && v.reports.successes > 0) {
-    return decided(
-      'CacheAttached',
-      'True',
-      'CacheActive',
-      `ready replicas report ${v.reports.successes} successful store operation(s)`,
-    );
-  }
-  if (v.reports && v.reports.failures > 0) {
-    return decided(
-      'CacheAttached',
+    return c('Unknown', Reason.NoReplicaReady, 'no replica is ready to report on the cache');
+  const r = v.reports;
+  if (r?.recent === 'failing') {
+    const since = r.lastSuccessAt ? `since ${r.lastSuccessAt}` : 'since they were first read';
+    return c(
       'False',
-      'CacheOperationsFailing',
-      `ready replicas report ${v.reports.failures} store operation(s), none successful`,
+      Reason.CacheOperationsFailing,
+      `ready replicas report ${r.failedKeys ?? 0} failed store key(s) and no successful one ${since}`,
     );
   }
-  if (!v.reports && (v.domainUsageBytes ?? 0) > 0) {
-    return decided(
-      'CacheAttached',
+  if (r?.recent === 'active')
+    return c('True', Reason.CacheActive, `ready replicas report ${moved(r.totals)}`);
+  if (!r && (v.domainUsageBytes ?? 0) > 0) {
+    return c(
       'True',
-      'CacheActive',
+      Reason.CacheActive,
       `no replica reported, and the shared domain holds ${formatQuantity(v.domainUsageBytes!)}`,
     );
   }
-  return decided(
-    'CacheAttached',
+  return c(
     'Unknown',
-    'NoObservationAvailable',
+    Reason.NoObservationAvailable,
     'ready replicas have not used the cache yet (idle is not detached)',
   );
+}
+
+/** The keys (vLLM) or tokens (SGLang) the replicas stored and loaded, in their own counters' words. */
+function moved(t: CacheReports): string {
+  const parts: string[] = [];
+  if (t.storedKeys !== undefined || t.loadedKeys !== undefined)
+    parts.push(`${t.storedKeys ?? 0} store key(s) written and ${t.loadedKeys ?? 0} read`);
+  if (t.storedTokens !== undefined || t.loadedTokens !== undefined)
+    parts.push(
+      `${t.storedTokens ?? 0} token(s) backed up to the store and ${t.loadedTokens ?? 0} prefetched`,
+    );
+  return parts.join('; ');
 }
 
 function upToDate(v: DeploymentView): DecidedCondition {
@@ -85,15 +98,23 @@ function upToDate(v: DeploymentView): DecidedCondition {
     return decided(
       'ReplicasUpToDate',
       'False',
-      'RenderFailed',
+      Rollout.RenderFailed,
       `the roles cannot be rendered, so nothing of this spec is applied and the replicas run as they were: ${v.renderFailure}`,
+    );
+  }
+  if (v.conflicts?.length) {
+    return decided(
+      'ReplicasUpToDate',
+      'False',
+      Rollout.ChildConflict,
+      childConflictMessage(v.conflicts, 'ModelDeployment'),
     );
   }
   if (v.heldByCache) {
     return decided(
       'ReplicasUpToDate',
       'False',
-      'RolloutHeldByCache',
+      Rollout.RolloutHeldByCache,
       'the cache connection did not resolve this pass: replicas are kept as they are rather than restarted without a connector',
     );
   }
@@ -102,11 +123,11 @@ function upToDate(v: DeploymentView): DecidedCondition {
     return decided(
       'ReplicasUpToDate',
       'False',
-      'RolloutInProgress',
+      Rollout.RolloutInProgress,
       `roles rolling out: ${behind.map((r) => `${r.name} ${r.updated}/${r.desired}`).join(', ')}`,
     );
   }
-  return decided('ReplicasUpToDate', 'True', 'UpToDate', 'every replica runs the current template');
+  return decided('ReplicasUpToDate', 'True', Rollout.UpToDate, 'every replica runs the current template');
 }
 
 const kindLetter: Record<RoleView['kind'], string> = { Server: 'S', Prefill: 'P', Decode: 'D' };
@@ -145,12 +166,14 @@ export function decideDeployment(v: DeploymentView) {
   let phase: string;
   let phaseMessage: string;
   if (md.metadata.deletionTimestamp) [phase, phaseMessage] = ['Deleting', 'removing the replicas'];
-  else if (v.renderFailure)
+  else if (v.renderFailure || v.conflicts?.length)
     [phase, phaseMessage] = [readyAny ? 'Degraded' : 'Starting', conditions[2]!.message];
   else if (kindsReady) [phase, phaseMessage] = ['Ready', ''];
   else if (readyAny) [phase, phaseMessage] = ['Degraded', conditions[3]!.message];
   else [phase, phaseMessage] = ['Starting', conditions[3]!.message];
   const name = md.metadata.name!;
+  const totals = v.reports?.totals;
+  const poolPrefix = totals && poolPrefixOf(totals.prefixHitTokens, totals.prefixQueriedTokens);
   return {
     phase,
     phaseMessage,
@@ -165,8 +188,12 @@ export function decideDeployment(v: DeploymentView) {
         ...(r.unmanaged ? { unmanaged: true } : {}),
       })),
       roleSummary: roleSummary(v.roles),
-      endpoint: `http://${name}.${md.metadata.namespace}.svc:${servicePort}`,
+      // Not while another object holds the Service's name: the address would reach that object's Pods.
+      ...(v.conflicts?.some((c) => c.kind === 'Service' && c.name === name)
+        ? {}
+        : { endpoint: `http://${name}.${md.metadata.namespace}.svc:${servicePort}` }),
       ...(v.cache.echo ? { kvCache: v.cache.echo } : {}),
+      ...(poolPrefix ? { poolPrefix } : {}),
     },
   };
 }

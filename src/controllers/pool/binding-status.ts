@@ -1,22 +1,78 @@
 // Conditions, phases and figures of Bindings (KV-cache spec §2.3), decided from what one master
 // reported this pass. Pure.
+
+import type { KVCachePoolBindingStatus } from '../../api/kvcache-pool-binding.ts';
+import { BindingReleasableReason, purgeOnDeleteAnnotation } from '../../api/kvcache-pool-binding.ts';
+import { bindingConditions } from '../../api/kvcache-pool-binding-conditions.ts';
+import type { PoolPrefix } from '../../api/pool-prefix.ts';
 import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePoolBinding } from '../../api/types.ts';
-import { type DecidedCondition, decided, nameList } from '../../model/conditions.ts';
+import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
 import { domainOf } from '../../model/domains.ts';
 import type { LedgerFailure } from '../../store/tenant-ledger.ts';
 import type { TenantFigures } from '../../store/tenant-metrics.ts';
-import type { LedgerPlan } from './plan.ts';
-import { bytes, type Decision, type MasterReport, phaseOf, readable } from './status.ts';
+import { asksPurge, type LedgerPlan } from './plan.ts';
+import { bytes, type Decision, type MasterReport, phaseOf, readable, type StatusFields } from './status.ts';
+
+const decided = deciderOf(bindingConditions);
+
+type BindingStatus = StatusFields<KVCachePoolBindingStatus>;
+const figureFields = ['requestedQuota', 'effectiveQuota', 'usage', 'overQuota', 'blocks', 'hitRate'] as const;
+/** What the master reports of the domain. */
+type Figures = Pick<BindingStatus, (typeof figureFields)[number]>;
+
+/** The ModelDeployments that name a Binding: who holds its deletion, and what their engines report. */
+export interface BindingWorkloads {
+  usedBy: UsedByEntry[];
+  /** Their status.poolPrefix summed; undefined when none reported. */
+  poolPrefix?: PoolPrefix;
+}
+
+/** The status fields a Binding's workloads give. */
+export function workloadStatus({
+  usedBy,
+  poolPrefix,
+}: BindingWorkloads): Pick<BindingStatus, 'poolPrefix' | 'usedBy'> {
+  return { ...(poolPrefix ? { poolPrefix } : {}), ...(usedBy.length ? { usedBy } : {}) };
+}
+
+/** What this pass did about a deleted Binding's domain that holds data (decision 32). */
+export interface DrainReport {
+  /** The backend whose master holds the domain. */
+  backend: string;
+  /** Objects the master removed this pass. */
+  purged?: number;
+  /** What shows the store has a disk tier, when the purge was therefore not attempted. */
+  refusedBy?: string;
+}
+
+/** Who else claims the domain: Bindings of this namespace by name, others only counted (tenancy). */
+function contestedMessage(b: KVCachePoolBinding, domain: string, rivals: KVCachePoolBinding[]): string {
+  const ns = b.metadata.namespace;
+  const own = rivals.filter((r) => r.metadata.namespace === ns).map((r) => `${ns}/${r.metadata.name}`);
+  const foreign = rivals.length - own.length;
+  const claimants = [
+    ...(own.length ? [nameList(own)] : []),
+    ...(foreign
+      ? [foreign === 1 ? '1 Binding in another namespace' : `${foreign} Bindings in other namespaces`]
+      : []),
+  ].join(' and ');
+  const fix = foreign
+    ? 'delete this Binding and create one with another spec.domain.name, or ask an administrator which claim should stay'
+    : 'delete one of them';
+  return `domain ${domain} is also claimed on this master by ${claimants}; it is managed for neither: ${fix}`;
+}
 
 export function decideBinding(
   b: KVCachePoolBinding,
   plan: LedgerPlan,
   m: MasterReport,
-  usedBy: UsedByEntry[],
+  workloads: BindingWorkloads,
   releaseFailure?: LedgerFailure,
-): Decision<Record<string, unknown>> {
+  drain?: DrainReport,
+): Decision<BindingStatus> {
+  const { usedBy } = workloads;
   const domain = domainOf(b);
   const conditions: DecidedCondition[] = [];
   const rivals = plan.contested.get(domain)?.filter((x) => x.binding !== b);
@@ -34,7 +90,11 @@ export function decideBinding(
             'DomainExclusive',
             'False',
             'DomainClaimedByMultipleBindings',
-            `domain ${domain} is also claimed on this master by ${nameList(rivals.map((r) => `${r.binding.metadata.namespace}/${r.binding.metadata.name}`))}; it is managed for neither: delete one of them`,
+            contestedMessage(
+              b,
+              domain,
+              rivals.map((r) => r.binding),
+            ),
           )
         : decided(
             'DomainExclusive',
@@ -43,7 +103,7 @@ export function decideBinding(
             `domain ${domain} belongs to this Binding alone on its master`,
           ),
   );
-  let figures: Record<string, unknown> = {};
+  let figures: Figures = {};
   if (foreign) {
     // The tenant's figures are someone else's: none are published here.
     conditions.push(
@@ -117,7 +177,11 @@ export function decideBinding(
   }
   let phase: { phase: string; phaseMessage: string };
   if (b.metadata.deletionTimestamp) {
-    const r = bindingReleasable(usedBy, domain, releaseFailure);
+    const r = bindingReleasable(b, usedBy, releaseFailure, {
+      plan,
+      drain,
+      heldBytes: m.figures?.get(domain)?.usageBytes,
+    });
     conditions.push(r);
     phase = { phase: 'Deleting', phaseMessage: r.message };
   } else {
@@ -129,7 +193,11 @@ export function decideBinding(
       observed?.message ?? '',
     );
   }
-  return { ...phase, conditions, status: { ...figures, ...(usedBy.length ? { usedBy } : {}) } };
+  return {
+    ...phase,
+    conditions,
+    status: { ...figures, ...workloadStatus(workloads) },
+  };
 }
 
 /** A ceiling above the pool's total (a Binding created before its pool): it is not written. */
@@ -172,46 +240,92 @@ function grantCondition(domain: string, f: TenantFigures): DecidedCondition {
       `the master grants domain ${domain} nothing: read the pool’s CapacityAllocatable (members may not have mounted yet), or a proportional recut left this domain no share`,
     );
   }
+  const cut = f.requestedBytes !== undefined && f.effectiveBytes < f.requestedBytes;
   return decided(
     'QuotaGranted',
     'True',
     'Granted',
-    `the master grants domain ${domain} ${readable(f.effectiveBytes)}`,
+    cut
+      ? `the master grants domain ${domain} ${readable(f.effectiveBytes)} of its ${readable(f.requestedBytes)} ceiling: the ceilings of all Bindings on the master sum past what it can allocate, so it cuts each in proportion (the pool's QuotaWithinTotal gives both figures); lower ceilings or give the store more member memory for the full ceiling`
+      : `the master grants domain ${domain} ${readable(f.effectiveBytes)}`,
   );
 }
 
-function bindingReleasable(usedBy: UsedByEntry[], domain: string, failure?: LedgerFailure): DecidedCondition {
+function bindingReleasable(
+  b: KVCachePoolBinding,
+  usedBy: UsedByEntry[],
+  failure: LedgerFailure | undefined,
+  held: { plan: LedgerPlan; drain?: DrainReport; heldBytes?: bigint },
+): DecidedCondition {
+  const domain = domainOf(b);
+  const R = BindingReleasableReason;
   if (usedBy.length) {
     return decided(
       'Releasable',
       'False',
-      'HeldByWorkloads',
+      R.HeldByWorkloads,
       `workloads still use this Binding: ${nameList(usedBy.map((u) => `${u.kind}/${u.name}`))}; delete them first`,
     );
   }
-  if (failure?.kind === 'TenantNotEmpty')
-    return decided(
-      'Releasable',
-      'False',
-      'LedgerNotReleased',
-      `the master refuses to drop domain ${domain} while it holds data; drain it`,
-    );
+  if (failure?.kind === 'TenantNotEmpty') return holdsData(b, held);
   if (failure)
     return decided(
       'Releasable',
       'False',
-      'LedgerRequestFailed',
+      R.LedgerRequestFailed,
       `removing domain ${domain} from the ledger failed: ${failure.message}; retrying`,
     );
-  return decided('Releasable', 'True', 'Released', 'nothing holds this Binding');
+  return decided('Releasable', 'True', R.Released, 'nothing holds this Binding');
+}
+
+/** A deleted Binding whose domain the master keeps because it holds data: why, and the way out. */
+function holdsData(
+  b: KVCachePoolBinding,
+  { plan, drain, heldBytes }: { plan: LedgerPlan; drain?: DrainReport; heldBytes?: bigint },
+): DecidedCondition {
+  const R = BindingReleasableReason;
+  const { namespace, name } = b.metadata;
+  const domain = domainOf(b);
+  const subject = `KVCachePoolBinding ${namespace}/${name}`;
+  const held =
+    heldBytes === undefined
+      ? `domain ${domain} holds data on the master (it reported no figure for it)`
+      : heldBytes > 0n
+        ? `domain ${domain} holds ${readable(heldBytes)} on the master (its charged memory; the master counts no objects per domain)`
+        : `domain ${domain} holds objects the master charges no memory for (copies on a disk tier)`;
+  if (drain?.refusedBy)
+    return decided(
+      'Releasable',
+      'False',
+      R.PurgeUnsafeWithDiskTier,
+      `${subject} is not purged: backend ${drain.backend} has a disk tier (${drain.refusedBy}), and the master's per-domain removal empties the whole tier directory of every member holding one of the domain's files, other domains' files included; ${held}. To finish the deletion without purging, remove the finalizer: kubectl patch kvcachepoolbinding ${name} -n ${namespace} --type=merge -p '{"metadata":{"finalizers":null}}' (the objects and the ledger entry stay on the master; kvpool drops the entry once the domain is empty)`,
+    );
+  if (plan.purges.has(domain))
+    return decided(
+      'Releasable',
+      'False',
+      R.Purging,
+      `${subject} is being purged (${purgeOnDeleteAnnotation}): the master removed ${drain?.purged ?? 0} objects this pass, and ${held}: objects read within their lease (the master's default_kv_lease_ttl) or still being written are removed once it ends; retrying`,
+    );
+  const rule =
+    "the master refuses to drop a domain that holds data, and deleting the Binding drops this domain's cached KV: recomputable, but its engines pay the prefill again";
+  if (asksPurge(b))
+    return decided(
+      'Releasable',
+      'False',
+      R.LedgerNotReleased,
+      `${subject} is not released: ${held}; ${rule}. The purge it asks for waits until every Binding of domain ${domain} being deleted carries ${purgeOnDeleteAnnotation}=true`,
+    );
+  return decided(
+    'Releasable',
+    'False',
+    R.LedgerNotReleased,
+    `${subject} is not released: ${held}; ${rule}. To remove that data and finish the deletion: kubectl annotate kvcachepoolbinding ${name} -n ${namespace} ${purgeOnDeleteAnnotation}=true`,
+  );
 }
 
 /** A failed scrape keeps the previous figures rather than erasing them. */
-function keepPrevious(b: KVCachePoolBinding): Record<string, unknown> {
+function keepPrevious(b: KVCachePoolBinding): Figures {
   const s = b.status ?? {};
-  return Object.fromEntries(
-    (['requestedQuota', 'effectiveQuota', 'usage', 'overQuota', 'blocks', 'hitRate'] as const)
-      .filter((k) => s[k] !== undefined)
-      .map((k) => [k, s[k]]),
-  );
+  return Object.fromEntries(figureFields.filter((k) => s[k] !== undefined).map((k) => [k, s[k]])) as Figures;
 }

@@ -18,6 +18,24 @@ export const ledgerPassFailures = new Counter({
   registers: [registry],
 });
 
+export const poolPassStageDuration = new Histogram({
+  name: 'kvpool_pool_pass_stage_seconds',
+  help: "Time each stage of one pool pass takes, per backend: read (cache, tenant registry, plan), finalizers, ledger (the master's ledger list, PUTs and DELETEs), seed, readBack (the master's figures), bindingStatus, poolStatus.",
+  labelNames: ['backend', 'stage'] as const,
+  buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers: [registry],
+});
+
+/** Times the stages of one pass in order: each call records the time since the previous one. */
+export function stageClock(backend: string): (stage: string) => void {
+  let last = performance.now();
+  return (stage) => {
+    const now = performance.now();
+    poolPassStageDuration.observe({ backend, stage }, (now - last) / 1000);
+    last = now;
+  };
+}
+
 const knownReasons = ['LedgerUnreachable', 'QuotaPolicyNotWritable', 'TenantNotEmpty', 'Error'];
 
 /** Why a pass did not converge, or undefined when it did. Pure. */

@@ -1,13 +1,15 @@
 // Executes a ledger plan against one master: list once, PUT what differs, DELETE what this operator
-// registered and no Binding wants. A delete the master refuses (tenant not empty) is retained. A tenant
-// enters the registry before it is first written, and leaves it once it is gone from the master.
+// registered and no Binding wants. A delete the master refuses (tenant not empty) is retained, unless
+// its Bindings asked for a purge and the store has no disk tier: the tenant's objects are then removed
+// and the delete tried again. A tenant enters the registry before it is first written, and leaves it
+// once it is gone from the master.
 
 import { eachWrite } from '../../context/apply.ts';
 import {
   type LedgerEntry,
-  type LedgerError,
+  LedgerError,
   type LedgerFailure,
-  TenantLedger,
+  type TenantLedger,
 } from '../../store/tenant-ledger.ts';
 import { type LedgerPlan, type PlanInput, planLedger } from './plan.ts';
 import { sameTenants } from './tenant-registry.ts';
@@ -29,6 +31,10 @@ export interface LedgerOutcome {
   listed?: LedgerEntry[];
   /** Tenants this pass deleted from the master. */
   deleted: Set<string>;
+  /** Tenants whose objects this pass removed, with the count the master gave. */
+  purged: Map<string, number>;
+  /** Tenants whose purge was not attempted, with what shows the store has a disk tier. */
+  purgeRefused: Map<string, string>;
   /** The tenant registry as the pass leaves it. */
   registered: Set<string>;
   wrote: boolean;
@@ -37,14 +43,17 @@ export interface LedgerOutcome {
 /** Stores the tenant registry (the names this operator registered on the master). */
 export type SaveRegistry = (tenants: Set<string>) => Promise<void>;
 
+/** Why purging a tenant could remove other tenants' data (a disk tier), or undefined when it cannot. */
+export type PurgeHazard = () => Promise<string | undefined>;
+
 /** `unlisted` is the plan made without the master's listing; it stands when the listing fails. */
 export async function executeLedger(
-  address: string,
+  ledger: TenantLedger,
   input: Omit<PlanInput, 'ledger'>,
   unlisted: LedgerPlan,
   saveRegistry: SaveRegistry,
+  purgeHazard: PurgeHazard,
 ): Promise<LedgerOutcome> {
-  const ledger = new TenantLedger(address);
   const outcome: LedgerOutcome = {
     plan: unlisted,
     ledgerOff: false,
@@ -52,6 +61,8 @@ export async function executeLedger(
     putFailures: new Map(),
     deleteFailures: new Map(),
     deleted: new Set(),
+    purged: new Map(),
+    purgeRefused: new Map(),
     registered: input.registered,
     wrote: false,
   };
@@ -92,18 +103,44 @@ export async function executeLedger(
   };
   await eachWrite(plan.puts, put, ledgerConcurrency);
   if (outcome.ledgerOff) return outcome;
-  const remove = async (tenant: string) => {
+  const deleteTenant = async (tenant: string): Promise<LedgerFailure | undefined> => {
     try {
       await ledger.delete(tenant);
       outcome.wrote = true;
       outcome.deleted.add(tenant);
       registry.delete(tenant);
+      return undefined;
     } catch (err) {
-      const failure = (err as LedgerError).failure;
-      outcome.deleteFailures.set(tenant, failure);
-      if (failure.kind === 'TenantNotEmpty') outcome.retained.add(tenant);
-      else if (failure.kind === 'QuotaPolicyNotWritable') outcome.failure = failure;
+      return failureOf(err);
     }
+  };
+  // Asked at most once a pass, and only when a purge is due.
+  let hazard: Promise<string | undefined> | undefined;
+  const purge = async (tenant: string): Promise<LedgerFailure | undefined> => {
+    try {
+      hazard ??= purgeHazard();
+      const unsafe = await hazard;
+      if (unsafe) outcome.purgeRefused.set(tenant, unsafe);
+      else {
+        outcome.purged.set(tenant, await ledger.purge(tenant));
+        outcome.wrote = true;
+      }
+      return undefined;
+    } catch (err) {
+      return failureOf(err);
+    }
+  };
+  const remove = async (tenant: string) => {
+    let failure = await deleteTenant(tenant);
+    if (failure?.kind === 'TenantNotEmpty' && plan.purges.has(tenant)) {
+      const purgeFailure = await purge(tenant);
+      if (purgeFailure) failure = purgeFailure;
+      else if (outcome.purged.has(tenant)) failure = await deleteTenant(tenant);
+    }
+    if (!failure) return;
+    outcome.deleteFailures.set(tenant, failure);
+    if (failure.kind === 'TenantNotEmpty') outcome.retained.add(tenant);
+    else if (failure.kind === 'QuotaPolicyNotWritable') outcome.failure = failure;
   };
   await eachWrite(plan.deletes, remove, ledgerConcurrency);
   // A registered tenant the master no longer holds, and no Binding wants, is forgotten.
@@ -117,4 +154,9 @@ export async function executeLedger(
       registry.delete(tenant);
   await save();
   return outcome;
+}
+
+function failureOf(err: unknown): LedgerFailure {
+  if (err instanceof LedgerError) return err.failure;
+  return { kind: 'LedgerUnreachable', message: err instanceof Error ? err.message : String(err) };
 }

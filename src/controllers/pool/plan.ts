@@ -1,6 +1,7 @@
 // What one master's tenant ledger should hold (KV-cache spec §5.3), decided from every pool and Binding
 // on that backend. Pure: the reconciler executes the plan against the master.
 
+import { purgeOnDeleteAnnotation } from '../../api/kvcache-pool-binding.ts';
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import { domainOf } from '../../model/domains.ts';
 import { parseQuantityBytes } from '../../model/quantity.ts';
@@ -28,6 +29,8 @@ export interface LedgerPlan {
   held: KVCachePoolBinding[];
   puts: { tenant: string; bytes: bigint }[];
   deletes: string[];
+  /** Deleted domains whose objects may be removed: every Binding releasing it asks for the purge. */
+  purges: Set<string>;
 }
 
 export interface PlanInput {
@@ -100,7 +103,19 @@ export function planLedger(input: PlanInput): LedgerPlan {
     held,
     puts: input.ledger ? puts : [],
     deletes: input.ledger ? deletes : [],
+    purges: new Set(input.ledger ? deletes.filter((d) => purgeAsked(releasing, d)) : []),
   };
+}
+
+/** Whether a Binding asks for its domain's objects to be removed when it is deleted. */
+export function asksPurge(b: KVCachePoolBinding): boolean {
+  return b.metadata.annotations?.[purgeOnDeleteAnnotation] === 'true';
+}
+
+/** Every releasing Binding of the domain asks: one that does not keeps the data for all. */
+function purgeAsked(releasing: KVCachePoolBinding[], domain: string): boolean {
+  const claimants = releasing.filter((b) => domainOf(b) === domain);
+  return claimants.length > 0 && claimants.every(asksPurge);
 }
 
 function compare(a: string, b: string): number {

@@ -1,9 +1,17 @@
 // The pool controller: one pass per master converges its tenant ledger with every pool and Binding on
 // that backend, seeds the leader's policy ConfigMap, reads the grants back from one scrape, and writes
 // every Binding's and pool's status. Bindings have no controller of their own.
+import { bindingConditions } from '../../api/kvcache-pool-binding-conditions.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
-import { applyChild, applyStatus, eachWrite, ensureFinalizer, removeFinalizer } from '../../context/apply.ts';
+import {
+  applyChild,
+  applyStatus,
+  claimLiveChild,
+  eachWrite,
+  ensureFinalizer,
+  removeFinalizer,
+} from '../../context/apply.ts';
 import {
   byBackend,
   byBindingRef,
@@ -14,19 +22,28 @@ import {
 import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../../context/master-address.ts';
 import type { OperatorContext } from '../../context/operator-context.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
-import { mergeConditions } from '../../model/conditions.ts';
+import { log } from '../../kube/log.ts';
+import { type ChildConflict, childConflictMessage, claimChild } from '../../model/child-ownership.ts';
+import { deciderOf, mergeConditions } from '../../model/conditions.ts';
 import { domainOf } from '../../model/domains.ts';
+import { finalizer } from '../../model/identity.ts';
+import { sumPoolPrefix } from '../../model/pool-prefix.ts';
 import { policyKey, seedConfigMapName } from '../../model/store-objects.ts';
 import { gaugeBytes } from '../../store/prometheus.ts';
+import { TenantLedger } from '../../store/tenant-ledger.ts';
 import { allocatableBytes, tenantFigures } from '../../store/tenant-metrics.ts';
-import { decideBinding } from './binding-status.ts';
+import { noteNotReleased, notePurge } from './binding-events.ts';
+import { type BindingWorkloads, decideBinding, workloadStatus } from './binding-status.ts';
+import { ensureClaims, releaseClaimAndFinalizer, releaseClaimsOfDeleted } from './domain-claims.ts';
 import { executeLedger, type LedgerOutcome } from './ledger.ts';
-import { measureLedgerPass } from './ledger-metrics.ts';
+import { measureLedgerPass, stageClock } from './ledger-metrics.ts';
 import { heldLive, liveInput, mayRelease, poolInUseLive } from './live-check.ts';
 import { planLedger } from './plan.ts';
+import { diskTierEvidence } from './purge-safety.ts';
 import { parsePolicy, renderSeedConfigMap, seedTenants } from './seed-policy.ts';
-import { type Decision, decidePool, type MasterReport } from './status.ts';
-import { readRegistry, writeRegistry } from './tenant-registry.ts';
+import { type Decision, decidePool, type MasterReport, type StatusFields } from './status.ts';
+import { StatusWriters } from './status-writer.ts';
+import { parseRegistry, readRegistryObject, registryKey, writeRegistry } from './tenant-registry.ts';
 import { unpooledKey, wirePoolWatches } from './watches.ts';
 
 /** How soon a pass whose ledger requests failed runs again. */
@@ -38,6 +55,7 @@ export class PoolReconciler {
   private readonly informers: PoolInformers;
   private readonly observeIntervalMs: number;
   private readonly appliedOnce = new Set<string>();
+  private readonly statusWriters: StatusWriters;
 
   constructor(ctx: OperatorContext, options: { observeIntervalMs?: number } = {}) {
     this.ctx = ctx;
@@ -49,6 +67,14 @@ export class PoolReconciler {
       reconcile: (key) => this.reconcile(key),
     });
     wirePoolWatches(this.controller, this.informers);
+    this.statusWriters = new StatusWriters((key, err) => {
+      log.error(
+        { controller: this.controller.name, key, err: err instanceof Error ? err.message : String(err) },
+        'status writes failed; retrying with backoff',
+      );
+      this.controller.queue.addRateLimited(key);
+    });
+    releaseClaimsOfDeleted(ctx, this.informers);
   }
 
   /** Workloads naming a Binding (ModelDeployments in its namespace), which hold its deletion. */
@@ -59,8 +85,24 @@ export class PoolReconciler {
       .sort((a, b) => (a.name < b.name ? -1 : 1));
   }
 
+  /** Who holds a Binding, and the prompt tokens their engines loaded from the pool (from their statuses). */
+  workloads(b: KVCachePoolBinding): BindingWorkloads {
+    const deployments = this.informers.modelDeployments.byIndex(
+      byBindingRef,
+      `${b.metadata.namespace}/${b.metadata.name}`,
+    );
+    return {
+      usedBy: this.usedBy(b),
+      poolPrefix: deployments.length
+        ? sumPoolPrefix(deployments.map((m) => m.status?.poolPrefix))
+        : { hitTokens: 0, queriedTokens: 0 },
+    };
+  }
+
   async reconcile(key: string): Promise<ReconcileResult | undefined> {
     if (key === unpooledKey) return this.reconcileUnpooled();
+    // A finalizer patch checks the cached resourceVersion, which a status write still in flight moves.
+    if (this.unlocked(key)) await this.statusWriters.of(key).idle();
     const backend = this.informers.backends.get(key);
     const pools = this.informers.pools.byIndex(byBackend, key);
     let bindings = pools.flatMap((p) => this.informers.bindings.byIndex(byPool, p.metadata.name!));
@@ -68,11 +110,20 @@ export class PoolReconciler {
       this.ctx.store.unfollow(`pool/${key}`);
       return undefined;
     }
+    const lap = stageClock(key);
     const report: MasterReport = { ledgerOff: false, retained: new Set() };
-    const address = this.resolve(key, backend, report);
+    let address = this.resolve(key, backend, report);
+    const registry = backend ? await this.ledgerObjects(backend) : undefined;
+    if (registry?.conflicts.length) {
+      // Neither the ledger nor the policy is touched while someone else's object holds their names.
+      report.unresolved = {
+        reason: 'ChildConflict',
+        message: childConflictMessage(registry.conflicts, 'KVCacheBackend', `KVCacheBackend ${key}`),
+      };
+      address = undefined;
+    }
     this.ctx.store.follow(`pool/${key}`, address, () => this.controller.enqueue(key));
-    const registered =
-      (backend && (await readRegistry(this.ctx.client, this.ctx.namespace, key))) ?? new Set();
+    const registered = parseRegistry(registry?.live?.data?.[registryKey]);
     let input = {
       pools,
       bindings,
@@ -85,16 +136,23 @@ export class PoolReconciler {
       bindings = input.bindings;
       plan = planLedger({ ...input, ledger: undefined });
     }
+    lap('read');
     // Locked before anything is written to the master, so no ledger entry outlives its Binding.
     await eachWrite(
       [...pools, ...bindings].filter((o) => !o.metadata.deletionTimestamp),
       (o) => ensureFinalizer(this.ctx.client, o),
     );
+    if (backend) await ensureClaims(this.ctx, this.informers, key, bindings);
+    lap('finalizers');
     let outcome: LedgerOutcome | undefined;
     if (address && !report.ledgerOff) {
       outcome = await measureLedgerPass(key, () =>
-        executeLedger(address, input, plan, (tenants) =>
-          writeRegistry(this.ctx.client, backend!, this.ctx.namespace, tenants),
+        executeLedger(
+          new TenantLedger(address, this.ctx.storeRequests),
+          input,
+          plan,
+          (tenants) => writeRegistry(this.ctx.client, backend!, this.ctx.namespace, tenants),
+          () => this.purgeHazard(key, backend!, address!),
         ),
       );
       plan = outcome.plan;
@@ -103,15 +161,21 @@ export class PoolReconciler {
       report.retained = outcome.retained;
       report.putFailures = outcome.putFailures;
     }
-    if (backend?.spec.connection.managed)
+    lap('ledger');
+    if (backend?.spec.connection.managed && !registry?.conflicts.length)
       await this.seed(backend, plan, outcome, outcome?.registered ?? input.registered);
+    lap('seed');
     await this.readBack(key, address, report, outcome?.wrote ?? false);
+    lap('readBack');
 
     const releasedAll = !backend || report.ledgerOff;
     await eachWrite(plan.releasing, async (b) => {
-      const failure = outcome?.deleteFailures.get(domainOf(b));
+      const domain = domainOf(b);
+      const failure = outcome?.deleteFailures.get(domain);
+      const purged = outcome?.purged.get(domain);
+      if (purged) await notePurge(this.ctx.events, b, key, purged);
       // Released once the master was listed and this Binding's own entry is gone (or never was ours).
-      if (releasedAll || (outcome?.listed && !failure)) await removeFinalizer(this.ctx.client, b);
+      if (releasedAll || (outcome?.listed && !failure)) await releaseClaimAndFinalizer(this.ctx, key, b);
       else {
         const why = failure ??
           outcome?.failure ?? {
@@ -119,36 +183,72 @@ export class PoolReconciler {
             message:
               report.unresolved?.message ?? report.ledgerFailure?.message ?? 'the master was not reached',
           };
-        await this.writeStatus(b, decideBinding(b, plan, report, [], why));
+        const drain = { backend: key, purged, refusedBy: outcome?.purgeRefused.get(domain) };
+        const d = decideBinding(b, plan, report, { usedBy: [] }, why, drain);
+        await noteNotReleased(this.ctx.events, b, d);
+        await this.writeStatus(b, d);
       }
     });
+    lap('release');
     const releasing = new Set(plan.releasing);
-    await eachWrite(
-      bindings.filter((x) => !releasing.has(x)),
-      (b) => this.writeStatus(b, decideBinding(b, plan, report, this.usedBy(b))),
-    );
-    for (const p of pools) {
-      const own = bindings.filter((b) => b.spec.poolRef.name === p.metadata.name);
-      const d = decidePool(p, own, plan, report);
-      await this.writeStatus(p, d);
-      if (
-        p.metadata.deletionTimestamp &&
-        d.conditions.find((x) => x.type === 'Releasable')?.status === 'True' &&
-        !(await poolInUseLive(this.ctx.client, p))
-      ) {
-        await removeFinalizer(this.ctx.client, p);
+    const writeStatuses = async () => {
+      const lapStatus = stageClock(key);
+      await eachWrite(
+        bindings.filter((x) => !releasing.has(x)),
+        (b) => this.writeStatus(b, decideBinding(b, plan, report, this.workloads(b))),
+      );
+      lapStatus('bindingStatus');
+      for (const p of pools) {
+        const own = bindings.filter((b) => b.spec.poolRef.name === p.metadata.name);
+        const d = decidePool(p, own, plan, report);
+        await this.writeStatus(p, d);
+        if (
+          p.metadata.deletionTimestamp &&
+          d.conditions.find((x) => x.type === 'Releasable')?.status === 'True' &&
+          !(await poolInUseLive(this.ctx.client, p))
+        ) {
+          await removeFinalizer(this.ctx.client, p);
+        }
       }
-    }
+      lapStatus('poolStatus');
+    };
+    // Statuses are written apart from the pass, so the next pass's ledger writes do not wait behind
+    // them; a pool being deleted is released within its pass.
+    if (pools.some((p) => p.metadata.deletionTimestamp)) await writeStatuses();
+    else this.statusWriters.of(key).submit(writeStatuses);
     // A failed ledger request is retried soon, not at the next observation: its Binding says "retrying".
-    // A domain the master keeps because it holds data is not a failure to retry.
+    // A domain the master keeps because it holds data is not a failure to retry, unless it is purged.
     const failed =
       outcome &&
       (outcome.failure ||
         outcome.putFailures.size ||
-        [...outcome.deleteFailures.values()].some((f) => f.kind !== 'TenantNotEmpty'));
+        [...outcome.deleteFailures.values()].some((f) => f.kind !== 'TenantNotEmpty') ||
+        [...outcome.retained].some((t) => outcome.plan.purges.has(t) && !outcome.purgeRefused.has(t)));
     return {
       requeueAfterMs: failed ? Math.min(ledgerRetryMs, this.observeIntervalMs) : this.observeIntervalMs,
     };
+  }
+
+  /** Whether a pool or Binding of this backend still lacks the finalizer. */
+  private unlocked(key: string): boolean {
+    const pools = this.informers.pools.byIndex(byBackend, key);
+    const objects = [
+      ...pools,
+      ...pools.flatMap((p) => this.informers.bindings.byIndex(byPool, p.metadata.name!)),
+    ];
+    return objects.some((o) => !o.metadata.deletionTimestamp && !o.metadata.finalizers?.includes(finalizer));
+  }
+
+  /** What shows the store has a disk tier, from its spec and a scrape taken just before a purge. */
+  private async purgeHazard(key: string, backend: KVCacheBackend, address: string) {
+    const declared = diskTierEvidence(backend, new Map());
+    if (declared) return declared;
+    const o = await this.ctx.store.refresh(address, `pool/${key}`);
+    if (!o.metrics?.ok)
+      throw new Error(
+        `the master's metrics, read before removing a domain's objects, failed: ${o.metrics?.message ?? 'not read'}`,
+      );
+    return diskTierEvidence(backend, o.metrics.value);
   }
 
   /** Fills how the pool's backend resolves; returns the master's admin address when there is one. */
@@ -186,6 +286,27 @@ export class PoolReconciler {
     return address;
   }
 
+  /**
+   * The backend's tenant registry as read live, and the registry or policy ConfigMaps whose names an
+   * object the backend does not own holds (their content is not this operator's to read or write).
+   */
+  private async ledgerObjects(backend: KVCacheBackend) {
+    const { client, namespace } = this.ctx;
+    const name = backend.metadata.name!;
+    const uid = backend.metadata.uid;
+    const conflicts: ChildConflict[] = [];
+    const live = await readRegistryObject(client, namespace, name);
+    const registry = claimChild(live, uid, { coOwned: true });
+    if (registry.kind === 'foreign') conflicts.push(registry.conflict);
+    if (backend.spec.connection.managed) {
+      const seed = renderSeedConfigMap(backend, namespace, new Map());
+      const cached = this.informers.policies.get(seedConfigMapName(name), namespace);
+      const { conflict } = await claimLiveChild(client, seed, cached, uid, { coOwned: true });
+      if (conflict) conflicts.push(conflict);
+    }
+    return { live: registry.kind === 'ours' ? live : undefined, conflicts };
+  }
+
   private async seed(
     backend: KVCacheBackend,
     plan: ReturnType<typeof planLedger>,
@@ -218,13 +339,19 @@ export class PoolReconciler {
       : allocatableBytes(o.metrics.value);
   }
 
-  private async writeStatus(obj: KVCachePool | KVCachePoolBinding, d: Decision<Record<string, unknown>>) {
-    await applyStatus(this.ctx.client, obj, {
-      phase: d.phase,
-      phaseMessage: d.phaseMessage,
-      conditions: mergeConditions(obj.status?.conditions, d.conditions, obj.metadata.generation, new Date()),
-      ...d.status,
-    });
+  private async writeStatus<O extends KVCachePool | KVCachePoolBinding>(
+    obj: O,
+    d: Decision<StatusFields<NonNullable<O['status']>>>,
+  ) {
+    const conditions = mergeConditions(
+      obj.status?.conditions,
+      d.conditions,
+      obj.metadata.generation,
+      new Date(),
+    );
+    // The decision holds every field but these three, so together they are the kind's whole status.
+    const status = { phase: d.phase, phaseMessage: d.phaseMessage, conditions, ...d.status };
+    await applyStatus(this.ctx.client, obj, status as NonNullable<O['status']>);
   }
 
   /** Bindings naming a pool that does not exist: nothing is owed to any master. */
@@ -240,8 +367,8 @@ export class PoolReconciler {
       await this.writeStatus(b, {
         phase: 'Error',
         phaseMessage: message,
-        conditions: [{ type: 'QuotaObserved', status: 'False', reason: 'PoolNotFound', message }],
-        status: this.usedBy(b).length ? { usedBy: this.usedBy(b) } : {},
+        conditions: [deciderOf(bindingConditions)('QuotaObserved', 'False', 'PoolNotFound', message)],
+        status: workloadStatus(this.workloads(b)),
       });
     }
     return undefined;

@@ -1,19 +1,25 @@
 // Conditions, phases and figures of pools (KV-cache spec §2.2), decided from what one master reported
 // this pass, and what pool and Binding decisions share. Pure.
+import type { ReasonOf } from '../../api/condition-table.ts';
+import type { KVCachePoolStatus } from '../../api/kvcache-pool.ts';
+import { PoolReason, poolConditions } from '../../api/kvcache-pool-conditions.ts';
 import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
-import { type DecidedCondition, decided, nameList } from '../../model/conditions.ts';
+import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
 import { domainOf } from '../../model/domains.ts';
 import { formatBinarySI, parseQuantityBytes } from '../../model/quantity.ts';
 import type { LedgerFailure } from '../../store/tenant-ledger.ts';
 import type { TenantFigures } from '../../store/tenant-metrics.ts';
 import type { LedgerPlan } from './plan.ts';
 
+const decided = deciderOf(poolConditions);
+
 export interface MasterReport {
   /** Why the pool's backend does not resolve to a readable master, if so. */
   unresolved?: {
-    reason: 'BackendNotFound' | 'EndpointsNotPublished';
+    /** ChildConflict: an object the backend does not own holds the name of its tenant registry or policy. */
+    reason: Exclude<ReasonOf<typeof poolConditions, 'BackendResolved'>, 'Resolved'>;
     message: string;
   };
   /** The master keeps no tenant ledger (declared off, or it answered so). */
@@ -30,6 +36,9 @@ export interface MasterReport {
   retained: Set<string>;
   clientEndpoint?: string;
 }
+
+/** A kind's own status fields: the phase and conditions come with the decision. */
+export type StatusFields<S> = Omit<S, 'phase' | 'phaseMessage' | 'conditions'>;
 
 export interface Decision<S> {
   phase: string;
@@ -66,7 +75,7 @@ export function decidePool(
   bindings: KVCachePoolBinding[],
   plan: LedgerPlan,
   m: MasterReport,
-): Decision<Record<string, unknown>> {
+): Decision<StatusFields<KVCachePoolStatus>> {
   const conditions: DecidedCondition[] = [];
   if (m.unresolved)
     conditions.push(decided('BackendResolved', 'False', m.unresolved.reason, m.unresolved.message));
@@ -81,19 +90,20 @@ export function decidePool(
   const live = bindings.filter((b) => !releasing.has(b));
   const sum = live.reduce((s, b) => s + parseQuantityBytes(b.spec.quota.ceiling), 0n);
   const total = parseQuantityBytes(pool.spec.quota.total);
+  const grants = grantsOnMaster(m);
   conditions.push(
     sum <= total
       ? decided(
           'QuotaWithinTotal',
           'True',
           'WithinTotal',
-          `the Bindings' ceilings sum to ${formatQuantity(sum)}, within the pool's ${formatQuantity(total)}`,
+          `the Bindings' ceilings sum to ${formatQuantity(sum)}, within the pool's ${formatQuantity(total)}${grants.cut ? `. ${grants.text}` : ''}`,
         )
       : decided(
           'QuotaWithinTotal',
           'False',
           'Oversubscribed',
-          `the Bindings' ceilings sum to ${formatQuantity(sum)}, past the pool's quota.total of ${formatQuantity(total)}: the master recuts each grant in proportion (see each Binding's effectiveQuota); lower a ceiling or raise quota.total for full grants`,
+          `the Bindings' ceilings sum to ${formatQuantity(sum)}, past the pool's quota.total of ${formatQuantity(total)}. ${grants.text}`,
         ),
   );
   type PoolDomain = NonNullable<NonNullable<KVCachePool['status']>['domains']>[number];
@@ -139,7 +149,7 @@ export function decidePool(
     phase = phaseOf(
       conditions,
       ['BackendResolved', 'QuotaLedgerAvailable', 'QuotaPolicyWritable', 'CapacityAllocatable'],
-      (d) => d.reason === 'MultiTenancyDisabled',
+      (d) => d.reason === PoolReason.MultiTenancyDisabled,
       'the master holds every quota this pool asked for',
     );
   }
@@ -155,6 +165,35 @@ export function decidePool(
       bindingCount: live.length,
       ...(usedBy.length ? { usedBy: usedBy.slice(0, listedInStatus) } : {}),
     },
+  };
+}
+
+/**
+ * Whether the master cuts its grants, and why, in words. It grants every ceiling in full while the
+ * ceilings of all tenants on it (every pool's Bindings, and tenants of others) sum to no more than it
+ * can allocate, its members' segments (a disk tier does not count); past that it cuts each grant in
+ * proportion. A pool's quota.total plays no part.
+ */
+export function grantsOnMaster(m: MasterReport): { cut?: boolean; text: string } {
+  const requested = [...(m.figures?.values() ?? [])]
+    .map((f) => f.requestedBytes)
+    .filter((r): r is bigint => r !== undefined);
+  const allocatable = m.allocatableBytes;
+  const lever =
+    'for full grants lower ceilings or give the store more member memory; quota.total changes no grant';
+  if (m.ledgerOff || !requested.length || allocatable === undefined || allocatable <= 0n)
+    return {
+      text: `The master cuts every grant in proportion only when the ceilings of all Bindings on it sum past what it can allocate (its members' segments, not a disk tier: see CapacityAllocatable); ${lever}`,
+    };
+  const asked = requested.reduce((a, b) => a + b, 0n);
+  if (asked > allocatable)
+    return {
+      cut: true,
+      text: `The master cuts every grant in proportion (see each Binding's effectiveQuota): the ceilings of all Bindings on it sum to ${formatQuantity(asked)} and it can allocate ${formatQuantity(allocatable)} (its members' segments, not a disk tier); ${lever}`,
+    };
+  return {
+    cut: false,
+    text: `The master grants every ceiling in full: the ceilings of all Bindings on it sum to ${formatQuantity(asked)} and it can allocate ${formatQuantity(allocatable)}`,
   };
 }
 
@@ -237,7 +276,7 @@ function poolReleasable(live: KVCachePoolBinding[], m: MasterReport, domains: st
   }
   const stuck = domains.filter((d) => m.retained.has(d));
   // Only a backend that no longer exists is owed nothing; any other unreadable master still holds entries.
-  if (m.unresolved && m.unresolved.reason !== 'BackendNotFound' && !m.ledgerOff) {
+  if (m.unresolved && m.unresolved.reason !== PoolReason.BackendNotFound && !m.ledgerOff) {
     return decided(
       'Releasable',
       'False',

@@ -40,19 +40,18 @@ export function parseRegistry(text: string | undefined): Set<string> {
 export const sameTenants = (a: Set<string>, b: Set<string>) =>
   a.size === b.size && [...a].every((t) => b.has(t));
 
-/** The registry read from the apiserver (never a cache: a stale copy could disown a fresh tenant). */
-export async function readRegistry(
+/** The registry's ConfigMap read from the apiserver (never a cache: a stale copy could disown a fresh tenant). */
+export async function readRegistryObject(
   client: KubeClient,
   namespace: string,
   backend: string,
-): Promise<Set<string> | undefined> {
-  const cm = await client.find<KubeObject<ConfigMap>>({
+): Promise<KubeObject<ConfigMap> | undefined> {
+  return client.find<KubeObject<ConfigMap>>({
     apiVersion: 'v1',
     kind: 'ConfigMap',
     namespace,
     name: registryConfigMapName(backend),
   });
-  return cm && parseRegistry(cm.data?.[registryKey]);
 }
 
 export async function writeRegistry(

@@ -1,0 +1,89 @@
+// The walkthrough as documented runs from the docs alone: before a step applies a manifest, the docs
+// have created every namespace it uses and labelled the nodes its stores select, and they say which
+// manifests carry the INSTANCE_TYPE placeholder.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { parseAllDocuments } from 'yaml';
+import { projectRoot } from '../../local/toolchain.ts';
+
+const dir = join(projectRoot, 'examples', 'walkthrough');
+const walkthrough = readFileSync(join(projectRoot, 'docs', 'walkthrough.md'), 'utf8');
+const examplesReadme = readFileSync(join(dir, 'README.md'), 'utf8');
+
+interface Step {
+  n: number;
+  file: string;
+  namespaces: Set<string>;
+  /** Node labels the step's stores select, as `key=value`; the well-known kubernetes.io ones aside. */
+  labels: Set<string>;
+  placeholder: boolean;
+}
+
+type Manifest = {
+  metadata?: { namespace?: string };
+  spec?: { connection?: { managed?: { members?: { nodeSelector?: Record<string, string> }[] } } };
+};
+
+const steps: Step[] = readdirSync(dir)
+  .filter((f) => /^step-\d+-.*\.yaml$/.test(f))
+  .map((file) => {
+    const text = readFileSync(join(dir, file), 'utf8');
+    const objects = parseAllDocuments(text).map((d) => (d.toJSON() ?? {}) as Manifest);
+    const selectors = objects.flatMap((o) => o.spec?.connection?.managed?.members ?? []);
+    return {
+      n: Number(/^step-(\d+)/.exec(file)![1]),
+      file,
+      namespaces: new Set(objects.map((o) => o.metadata?.namespace).filter((ns): ns is string => !!ns)),
+      labels: new Set(
+        selectors
+          .flatMap((m) => Object.entries(m.nodeSelector ?? {}))
+          .filter(([k]) => !k.startsWith('kubernetes.io/'))
+          .map(([k, v]) => `${k}=${v}`),
+      ),
+      placeholder: text.includes('INSTANCE_TYPE'),
+    };
+  })
+  .sort((a, b) => a.n - b.n);
+
+/** docs/walkthrough.md up to the end of Step n, and Step n's section alone. */
+function docsThrough(n: number): { before: string; section: string } {
+  const start = walkthrough.indexOf(`## Step ${n}:`);
+  const next = walkthrough.indexOf(`## Step ${n + 1}:`);
+  assert.ok(start >= 0, `docs/walkthrough.md has no "## Step ${n}:"`);
+  const end = next < 0 ? walkthrough.length : next;
+  return { before: walkthrough.slice(0, end), section: walkthrough.slice(start, end) };
+}
+
+describe('the walkthrough docs', () => {
+  it('cover the six steps', () =>
+    assert.deepEqual(
+      steps.map((s) => s.n),
+      [1, 2, 3, 4, 5, 6],
+    ));
+
+  for (const step of steps) {
+    it(`prepare what ${step.file} needs before it is applied`, () => {
+      const { before, section } = docsThrough(step.n);
+      for (const ns of step.namespaces) {
+        assert.ok(before.includes(`create namespace ${ns}`), `walkthrough: namespace ${ns} is never created`);
+        assert.ok(examplesReadme.includes(`create namespace ${ns}`), `examples README: namespace ${ns}`);
+      }
+      for (const label of step.labels) {
+        assert.match(
+          before,
+          new RegExp(`label node .*${label}`),
+          `walkthrough: no node is labelled ${label}`,
+        );
+        assert.match(examplesReadme, new RegExp(`label node .*${label}`), `examples README: ${label}`);
+      }
+      if (step.placeholder) {
+        assert.match(section, /INSTANCE_TYPE/, `walkthrough: Step ${step.n} does not say to replace it`);
+        const row = examplesReadme.split('\n').find((l) => l.includes(`\`${step.file}\``));
+        assert.match(row ?? '', /INSTANCE_TYPE/, `examples README: ${step.file} has INSTANCE_TYPE`);
+        assert.ok(examplesReadme.includes(`INSTANCE_TYPE/local-gpu/ examples/walkthrough/${step.file}`));
+      }
+    });
+  }
+});
