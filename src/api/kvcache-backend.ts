@@ -101,6 +101,48 @@ const BackendMember = Type.Object({
   ),
 });
 
+const instant = (description: string) => Type.String({ format: 'date-time', maxLength: 40, description });
+
+const objectCount = (description: string) =>
+  Type.Optional(Type.Integer({ format: 'int64', minimum: 0, description }));
+
+/** What came back after the last master change: the disk tier's objects the members re-registered (decision 45). */
+const LastFailover = Type.Object(
+  {
+    at: instant(
+      'When the operator first read the new master serving (RFC 3339, milliseconds): another admin address than the master read before, or the same address whose request counters started again (a restarted master).',
+    ),
+    master: Type.String({ maxLength: 259, description: "The new master's admin address, host:port." }),
+    tierObjectsBefore: objectCount(
+      "Objects on the disk tier the previous master last reported (its file_cache_nums_): what the members could re-register. Absent when the operator did not read the previous master, or the backend has no disk tier.",
+    ),
+    tierBytesBefore: Type.Optional(
+      Quantity({
+        description:
+          'Bytes of those objects (the previous master’s master_allocated_file_size_bytes). Absent like tierObjectsBefore.',
+      }),
+    ),
+    reRegisteredObjects: objectCount(
+      "Objects on the disk tier the new master reports (its file_cache_nums_; it starts empty, so these are the members' re-registrations), followed until warmAt and then kept. Objects written after the change that reached the tier before warmAt count too. Absent when the master does not report it or the backend has no disk tier; memory-resident objects are never re-registered.",
+    ),
+    reRegisteredBytes: Type.Optional(
+      Quantity({
+        description:
+          "Bytes of those objects (the new master's master_allocated_file_size_bytes). Absent like reRegisteredObjects.",
+      }),
+    ),
+    warmAt: Type.Optional(
+      instant(
+        'When re-registration was complete (RFC 3339, milliseconds): the first reading whose figures reached tierObjectsBefore and tierBytesBefore, or, when they do not (or were not read), the last reading at which they grew, once they have held for 15 s. Absent while the members are re-registering, and for a backend without a disk tier.',
+      ),
+    ),
+  },
+  {
+    description:
+      "The last time a new master took over (a failover, a handover, a restarted master), as the operator saw it, and what the members re-registered from their disk tiers. Every key held only in memory is lost on such a change. Absent until the operator sees a master change; the figures are the master's own (absent is not zero).",
+  },
+);
+
 export const KVCacheBackendStatus = Type.Object(
   {
     ...phaseFields({
@@ -150,6 +192,7 @@ export const KVCacheBackendStatus = Type.Object(
           'One row per segment the leader lists, joined to member Pods by address; the previous rows stay while a listing fails.',
       }),
     ),
+    lastFailover: Type.Optional(LastFailover),
     usedBy: Type.Optional(
       UsedBy('The KVCachePools that name this backend; while any remains, deletion waits (Deletable=False).'),
     ),
@@ -157,6 +200,7 @@ export const KVCacheBackendStatus = Type.Object(
   { description: 'What the operator last observed of the store; every figure is absent until observed.' },
 );
 export type KVCacheBackendStatus = Static<typeof KVCacheBackendStatus>;
+export type LastFailover = Static<typeof LastFailover>;
 
 /** The reasons of the RolloutComplete condition (managed backends). */
 export const RolloutCompleteReason = {
