@@ -14,8 +14,9 @@ import { MasterHealth } from './master-health.ts';
 import { startMetricsProxy } from './metrics-proxy.ts';
 import { type PodIdentity, podFromEnv } from './pod-identity.ts';
 import { startProbeServer } from './probe-server.ts';
+import { readSeedConfigMap } from './seed-configmap.ts';
 import { shutdownRequested } from './shutdown.ts';
-import { seedTenantPolicy } from './tenant-policy-seed.ts';
+import { policyFromApi, seedTenantPolicy, writeTenantPolicy } from './tenant-policy-seed.ts';
 
 export interface LeaderOptions {
   election: 'Kubernetes' | 'None';
@@ -25,6 +26,8 @@ export interface LeaderOptions {
   metricsPort: number;
   policySeed: string | undefined;
   policyFile: string | undefined;
+  /** The seed ConfigMap, read from the API as this replica wins the Lease; the mounted seed if that fails. */
+  policySeedConfigMap: LeaseRef | undefined;
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
@@ -43,6 +46,9 @@ interface Run {
   shutdown: Promise<NodeJS.Signals>;
   logger: Logger;
 }
+
+/** The seed's read from the API is abandoned after this: the Lease goes unrenewed until the master starts. */
+const seedReadMs = (o: Pick<LeaderOptions, 'renewDeadlineMs'>) => Math.min(2000, o.renewDeadlineMs / 2);
 
 /** Runs a leader replica to its end and returns the process exit code. */
 export async function runLeader(options: LeaderOptions, pod = podFromEnv()): Promise<number> {
@@ -77,7 +83,7 @@ function masterAdmin(run: Pick<Run, 'options' | 'pod'>): string {
 }
 
 async function runUnelected(run: Run): Promise<number> {
-  if (!seedPolicy(run)) return 1;
+  if (!(await seedPolicy(run))) return 1;
   const master = startMaster(run);
   const ending = await Promise.race([
     master.exited.then(() => 'master-exited' as const),
@@ -112,7 +118,7 @@ async function runElected(run: Run): Promise<number> {
       return 0;
     }
     run.status.phase = 'seeding';
-    if (!seedPolicy(run)) {
+    if (!(await seedPolicy(run, client))) {
       await elector.release();
       return 1;
     }
@@ -188,11 +194,29 @@ async function campaign(run: Run, elector: LeaderElector): Promise<boolean> {
   }
 }
 
-/** Writes the master's tenant policy; false (after logging why) when a seed exists but cannot be copied. */
-function seedPolicy(run: Run): boolean {
-  const { policySeed, policyFile } = run.options;
+/**
+ * Writes the master's tenant policy: from the seed ConfigMap in the API when this replica has a client
+ * (it won the Lease), else, or when that read fails, from the mounted seed. False (after logging why)
+ * when a seed exists but cannot be copied.
+ */
+async function seedPolicy(run: Run, client?: KubeClient): Promise<boolean> {
+  const { policySeed, policyFile, policySeedConfigMap } = run.options;
   if (!policyFile) return true;
   try {
+    if (client && policySeedConfigMap) {
+      const configMap = `${policySeedConfigMap.namespace}/${policySeedConfigMap.name}`;
+      const read = await readSeedConfigMap(client, policySeedConfigMap, seedReadMs(run.options));
+      const policy = policyFromApi(read);
+      if (policy !== undefined) {
+        writeTenantPolicy(policy, policyFile);
+        run.logger.info({ policyFile, from: 'api', configMap, found: read.kind }, 'seeded the tenant policy');
+        return true;
+      }
+      run.logger.warn(
+        { configMap, err: read.kind === 'failed' ? read.error : undefined, policySeed },
+        'could not read the tenant policy seed from the API; seeding from the mounted copy, which may lag it by up to the kubelet sync period',
+      );
+    }
     const from = seedTenantPolicy(policySeed, policyFile);
     run.logger.info({ policyFile, from }, 'seeded the tenant policy');
     return true;

@@ -14,6 +14,9 @@ const usage = `usage: kvpool-store <command> [flags] -- <store arguments>
       --metrics-port=9005          GET /metrics alone, the master's, on KUBERNETES_POD_IP
       --policy-seed=<file>         tenant policy to start from, when the file exists
       --policy-file=<file>         where the master reads its tenant policy (seeded before it starts)
+      --policy-seed-configmap=<namespace>/<name>
+                                   with an election: the seed read from the API on winning the Lease;
+                                   --policy-seed only if that read fails
       --lease-duration-ms=${storeLeaseDefaults.leaseDurationMs} --renew-deadline-ms=${storeLeaseDefaults.renewDeadlineMs} --retry-period-ms=${storeLeaseDefaults.retryPeriodMs}
   member -- <mc_store_rest_server arguments>
       MOONCAKE_MASTER=k8s://<namespace>/<lease> follows the Lease holder; any other value passes through`;
@@ -32,15 +35,17 @@ function positiveInt(name: string, raw: string): number {
   return value;
 }
 
-function leaseFlag(raw: string | undefined, election: string): LeaseRef | undefined {
-  if (raw === undefined) {
-    if (election === 'Kubernetes')
-      throw new UsageError('--election=Kubernetes needs --lease=<namespace>/<name>');
-    return undefined;
-  }
+function objectFlag(flag: string, raw: string | undefined): LeaseRef | undefined {
+  if (raw === undefined) return undefined;
   const ref = parseLeaseRef(raw);
-  if (!ref) throw new UsageError(`--lease=${raw}: give <namespace>/<name>`);
+  if (!ref) throw new UsageError(`--${flag}=${raw}: give <namespace>/<name>`);
   return ref;
+}
+
+function leaseFlag(raw: string | undefined, election: string): LeaseRef | undefined {
+  if (raw === undefined && election === 'Kubernetes')
+    throw new UsageError('--election=Kubernetes needs --lease=<namespace>/<name>');
+  return objectFlag('lease', raw);
 }
 
 async function leader(flags: string[], masterArgs: string[]): Promise<number> {
@@ -53,6 +58,7 @@ async function leader(flags: string[], masterArgs: string[]): Promise<number> {
       'metrics-port': { type: 'string', default: '9005' },
       'policy-seed': { type: 'string' },
       'policy-file': { type: 'string' },
+      'policy-seed-configmap': { type: 'string' },
       'lease-duration-ms': { type: 'string', default: String(storeLeaseDefaults.leaseDurationMs) },
       'renew-deadline-ms': { type: 'string', default: String(storeLeaseDefaults.renewDeadlineMs) },
       'retry-period-ms': { type: 'string', default: String(storeLeaseDefaults.retryPeriodMs) },
@@ -86,6 +92,7 @@ async function leader(flags: string[], masterArgs: string[]): Promise<number> {
     metricsPort: positiveInt('metrics-port', values['metrics-port']),
     policySeed: values['policy-seed'],
     policyFile: values['policy-file'],
+    policySeedConfigMap: objectFlag('policy-seed-configmap', values['policy-seed-configmap']),
     ...timings,
     masterArgs,
   });

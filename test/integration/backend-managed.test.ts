@@ -124,6 +124,12 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
         resourceNames: ['mooncake-dram-leader'],
         verbs: ['get', 'update', 'patch'],
       },
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        resourceNames: ['mooncake-dram-tenant-quota-policy'],
+        verbs: ['get'],
+      },
     ]);
     const lease = await get('Lease', 'mooncake-dram-leader', 'coordination.k8s.io/v1');
     assert.equal(

@@ -33,16 +33,45 @@ const withLeader = (leader: Partial<Leader>) => (b: KVCacheBackend) => {
 };
 
 describe('accounts', () => {
-  it('let the leader get, take (update) and renew (patch) its own Lease, nothing else (no create, no Pods)', () => {
-    const role = render().rbac.find((o) => o.kind === 'Role' && o.metadata.name === 'mooncake-dram-leader');
-    assert.deepEqual((role as Loose).rules, [
+  const leaseRule = {
+    apiGroups: ['coordination.k8s.io'],
+    resources: ['leases'],
+    resourceNames: ['mooncake-dram-leader'],
+    verbs: ['get', 'update', 'patch'],
+  };
+  const leaderRules = (b: RenderedBackend) =>
+    (b.rbac.find((o) => o.kind === 'Role' && o.metadata.name === 'mooncake-dram-leader') as Loose).rules;
+  const storeFlags = (b: RenderedBackend) => {
+    const args: string[] = podSpec(b.leaderDeployment).containers[0].args;
+    return args.slice(0, args.indexOf('--'));
+  };
+
+  it('let the leader get, take (update) and renew (patch) its own Lease and get its seed, nothing else (no create, no Pods)', () => {
+    const rendered = render();
+    assert.deepEqual(leaderRules(rendered), [
+      leaseRule,
       {
-        apiGroups: ['coordination.k8s.io'],
-        resources: ['leases'],
-        resourceNames: ['mooncake-dram-leader'],
-        verbs: ['get', 'update', 'patch'],
+        apiGroups: [''],
+        resources: ['configmaps'],
+        resourceNames: ['mooncake-dram-tenant-quota-policy'],
+        verbs: ['get'],
       },
     ]);
+    // The one ConfigMap the program reads is the one the Role names.
+    assert.ok(
+      storeFlags(rendered).includes(
+        '--policy-seed-configmap=gpustack-system/mooncake-dram-tenant-quota-policy',
+      ),
+    );
+  });
+
+  it('let a leader without tenancy touch its Lease alone: it reads no seed', () => {
+    const rendered = render(withLeader({ multiTenancy: false }));
+    assert.deepEqual(leaderRules(rendered), [leaseRule]);
+    assert.deepEqual(
+      storeFlags(rendered).filter((f) => f.startsWith('--policy')),
+      [],
+    );
   });
 
   it('give members an account (read that Lease) only when they follow the Lease', () => {

@@ -1,6 +1,6 @@
-// Who may do what around a managed store: the election's accounts (each touching one Lease), the Lease
-// itself (created here, so the store needs no create), and the leader's PodDisruptionBudget. Who may
-// reach its ports: render-network.ts.
+// Who may do what around a managed store: the election's accounts (each touching one Lease, the leader's
+// also reading its seed ConfigMap), the Lease itself (created here, so the store needs no create), and
+// the leader's PodDisruptionBudget. Who may reach its ports: render-network.ts.
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { ServiceAccount } from 'kubernetes-types/core/v1.js';
 import type { PodDisruptionBudget } from 'kubernetes-types/policy/v1.js';
@@ -8,7 +8,7 @@ import type { PolicyRule, Role, RoleBinding } from 'kubernetes-types/rbac/v1.js'
 import type { KVCacheBackend } from '../../api/types.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { electionOn, membersReadLease } from '../../model/backend-spec.ts';
+import { electionOn, managedConnection, membersReadLease } from '../../model/backend-spec.ts';
 import {
   backendName,
   backendSelector,
@@ -17,6 +17,7 @@ import {
   leaderName,
   memberAccountName,
   memberRbacComponent,
+  seedConfigMapName,
 } from '../../model/store-objects.ts';
 import type { BackendRenderContext } from './render-context.ts';
 import { leaderReplicas } from './render-leader.ts';
@@ -52,7 +53,10 @@ function accountWithRole(
   return [account, role, binding];
 }
 
-/** The election's accounts: the leader reads and renews (one JSON patch) its own Lease, members (by Lease) read it. */
+/**
+ * The election's accounts: the leader reads and renews (one JSON patch) its own Lease and, with tenancy,
+ * reads its seed ConfigMap as it wins; members (by Lease) read the Lease.
+ */
 export function renderElectionRbac(
   backend: KVCacheBackend,
   ctx: BackendRenderContext,
@@ -67,6 +71,16 @@ export function renderElectionRbac(
   return [
     ...accountWithRole(backend, ctx, leaderName(backend), leaderComponent, [
       lease(['get', 'update', 'patch']),
+      ...((managedConnection(backend).leader.multiTenancy ?? true)
+        ? [
+            {
+              apiGroups: [''],
+              resources: ['configmaps'],
+              resourceNames: [seedConfigMapName(backendName(backend))],
+              verbs: ['get'],
+            },
+          ]
+        : []),
     ]),
     ...(membersReadLease(backend)
       ? accountWithRole(backend, ctx, memberAccountName(backend), memberRbacComponent, [lease(['get'])])

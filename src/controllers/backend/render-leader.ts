@@ -81,6 +81,10 @@ function leaderArgs(backend: KVCacheBackend, ctx: BackendRenderContext): string[
     ...((leader.multiTenancy ?? true)
       ? [`--policy-seed=${policySeedFile}`, `--policy-file=${policyFile}`]
       : []),
+    // The mounted seed lags the API by up to the kubelet's sync period: a replica that wins reads the API.
+    ...((leader.multiTenancy ?? true) && electionOn(backend)
+      ? [`--policy-seed-configmap=${ctx.namespace}/${seedConfigMapName(backendName(backend))}`]
+      : []),
     '--',
     ...masterFlags(backend, leader),
   ];
@@ -145,7 +149,8 @@ function policyVolumes(backend: KVCacheBackend): Volume[] {
     { name: 'tenant-quota-policy', emptyDir: {} },
     {
       name: 'tenant-quota-policy-seed',
-      // Optional: the pool reconciler writes the ConfigMap; an absent one seeds an empty ledger.
+      // Optional: the pool reconciler writes the ConfigMap; an absent one seeds an empty ledger. With an
+      // election it stands in only when the API cannot be read (decision 46).
       configMap: { name: seedConfigMapName(backendName(backend)), optional: true, defaultMode: 0o644 },
     },
   ];
