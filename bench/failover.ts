@@ -2,8 +2,9 @@
 // capacity (Step 4: three leaders, two 8Gi members), for a graceful Pod delete and for a hard kill,
 // 5 runs each (medians); in the same run Mooncake's own etcd-based HA on the same machine, and for each
 // Lease timing considered, hard-kill failover and the longest API outage survived (failover-timings.ts).
-// BENCH_PARTS=cluster,etcd,timings (the default: all) runs a subset; parts not run keep their figures
-// from the previous result, each part carrying when it was measured.
+// The warm part (failover-warm.ts): what a disk tier brings back after a hard kill, beside a DRAM-only
+// backend in the same run. BENCH_PARTS=cluster,etcd,timings,warm (the default: all) runs a subset; parts
+// not run keep their figures from the previous result, each part carrying when it was measured.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +15,8 @@ import type { KubeObject } from '../src/kube/object.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
 import { EtcdHaStore } from './failover-etcd-ha.ts';
 import { measureTimings } from './failover-timings.ts';
+import { measureWarmFailover, warmObjectBytes, warmObjects } from './failover-warm.ts';
+import { summarizeWarmRuns, warmTargets } from './failover-warm-figures.ts';
 import { median, writeResult } from './results.ts';
 
 const runs = Number(process.env.BENCH_RUNS ?? 5);
@@ -137,7 +140,7 @@ async function etcdRuns(store: EtcdHaStore, signal: 'SIGTERM' | 'SIGKILL'): Prom
   return times;
 }
 
-const parts = new Set((process.env.BENCH_PARTS ?? 'cluster,etcd,timings').split(','));
+const parts = new Set((process.env.BENCH_PARTS ?? 'cluster,etcd,timings,warm').split(','));
 const previousPath = join(import.meta.dirname, 'results', 'failover.json');
 const previous = existsSync(previousPath) ? JSON.parse(readFileSync(previousPath, 'utf8')) : {};
 const measuredAt = new Date().toISOString();
@@ -161,6 +164,17 @@ async function etcdPart() {
     return { graceful: await etcdRuns(etcd, 'SIGTERM'), hard: await etcdRuns(etcd, 'SIGKILL') };
   } finally {
     await etcd.stop();
+  }
+}
+
+async function warmPart() {
+  const root = mkdtempSync(join(tmpdir(), 'kvpool-bench-failover-warm-'));
+  const cluster = await LocalCluster.start({ root });
+  try {
+    return await measureWarmFailover(cluster, Number(process.env.BENCH_WARM_RUNS ?? 3));
+  } finally {
+    await cluster.stop();
+    rmSync(root, { recursive: true, force: true });
   }
 }
 
@@ -198,6 +212,25 @@ const leaseTimings = parts.has('timings')
   ? { measuredAt, ...(await measureTimings(runs)) }
   : previous.leaseTimings;
 
+let warm = previous.warm;
+if (parts.has('warm')) {
+  const w = await warmPart();
+  warm = {
+    measuredAt,
+    setup: `two backends on the local cluster's two nodes, each 2 leader replicas and one 256Mi DRAM member per node: warm-tier with a 2Gi localDisks tier (offload: WriteThrough), cold-dram DRAM only; ${warmObjects} objects of ${warmObjectBytes} bytes written to each through the Mooncake client; both serving leaders' container processes SIGKILLed at once`,
+    how: "tier-resident: the keys found in the members' tier files (bucket data) before the kill; clients set up before the kill poll every written key (batch_is_exist, then a get compared byte for byte) until every tier-resident key read back or 60 s; a new client is set up against another leader Pod that serves",
+    ...summarizeWarmRuns(w.results),
+    targets: warmTargets,
+    anchor: {
+      tierResidentHitFraction: 0,
+      note: "every system we know of loses the cache on a master change (Mooncake's own HA clears its metadata on a leader switch; the reference operator refuses snapshot restore)",
+    },
+    loadAverage: w.loadAverage,
+    results: w.results,
+    ...(w.failed ? { failed: w.failed } : {}),
+  };
+}
+
 const result = {
   runs,
   setup:
@@ -212,6 +245,7 @@ const result = {
         Math.round((kvpool.hardKillMs.median / mooncakeEtcdHa.sigkillMs.median) * 100) / 100,
     },
   leaseTimings,
+  warm,
   notes:
     'kvpool figures are read from the backend status the operator writes (they include its store poll, 1 s); the etcd figures are read from the masters directly, as nothing else reports them. The leaseTimings rows are measured on kvpool-store processes directly (see leaseTimings.how), so they exclude the kubelet, the Service and the operator.',
 };
