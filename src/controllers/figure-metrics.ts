@@ -1,15 +1,17 @@
 // kvpool's own figures as metrics, read from the statuses the controllers wrote (what the store and
-// the engines reported): per-backend capacity, per-pool quota and usage, per-Binding ceiling, grant
+// the engines reported): per-backend capacity and last failover, per-pool quota and usage, per-Binding ceiling, grant
 // and usage, prompt tokens served from the pool per ModelDeployment and per Binding, and each object's
 // phase. Only the replica that runs the controllers reports them, so a standby
 // never doubles a sum; a figure the status does not carry has no sample (absent is not zero).
 import { Gauge } from 'prom-client';
+import type { LastFailover } from '../api/kvcache-backend.ts';
 import type { PoolPrefix } from '../api/pool-prefix.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../api/types.ts';
 import type { InformerFactory } from '../kube/informer-factory.ts';
 import { registry } from '../kube/metrics.ts';
 import { workerApiVersion } from '../model/identity.ts';
 import { parseQuantityBytes } from '../model/quantity.ts';
+import { warmSeconds } from './backend/status-failover.ts';
 
 export interface FigureSample {
   metric: string;
@@ -29,6 +31,14 @@ const help: Record<string, string> = {
     'Bytes the store can hold, as its master reports them (status.capacity.total).',
   kvpool_backend_used_bytes: 'Bytes of the store allocated to objects (status.capacity.used).',
   kvpool_backend_segments: "Segments the store's master lists (status.members).",
+  kvpool_backend_failover_timestamp_seconds:
+    'When the operator first read a new master serving, in seconds since the epoch (status.lastFailover.at).',
+  kvpool_backend_failover_reregistered_objects:
+    'Objects the members re-registered from their disk tiers with the new master (status.lastFailover.reRegisteredObjects).',
+  kvpool_backend_failover_reregistered_bytes:
+    'Bytes of those objects (status.lastFailover.reRegisteredBytes).',
+  kvpool_backend_failover_warm_seconds:
+    'Seconds from the new master to the end of the re-registration (status.lastFailover.warmAt minus at); no sample until warm.',
   kvpool_pool_quota_bytes: "The pool's quota.total.",
   kvpool_pool_usage_bytes: "Bytes the pool's domains hold on the store (status.usage.total).",
   kvpool_binding_ceiling_bytes: "The Binding's quota.ceiling.",
@@ -54,10 +64,20 @@ const ratioOf = (r: string | undefined) => (r === undefined ? undefined : Number
 const bytesOf = (q: string | number | undefined) =>
   q === undefined ? undefined : Number(parseQuantityBytes(q));
 
+type Push = (metric: string, labels: Record<string, string>, value: number | undefined) => void;
+
+function failoverFigures(push: Push, labels: Record<string, string>, f: LastFailover | undefined) {
+  if (!f) return;
+  push('kvpool_backend_failover_timestamp_seconds', labels, Date.parse(f.at) / 1000);
+  push('kvpool_backend_failover_reregistered_objects', labels, f.reRegisteredObjects);
+  push('kvpool_backend_failover_reregistered_bytes', labels, bytesOf(f.reRegisteredBytes));
+  push('kvpool_backend_failover_warm_seconds', labels, warmSeconds(f));
+}
+
 /** The samples these objects' statuses give. Pure. */
 export function figureSamples(o: FigureObjects): FigureSample[] {
   const out: FigureSample[] = [];
-  const push = (metric: string, labels: Record<string, string>, value: number | undefined) => {
+  const push: Push = (metric, labels, value) => {
     if (value !== undefined && Number.isFinite(value)) out.push({ metric, labels, value });
   };
   const prefix = (kind: string, labels: Record<string, string>, p: PoolPrefix | undefined) => {
@@ -72,6 +92,7 @@ export function figureSamples(o: FigureObjects): FigureSample[] {
     push('kvpool_backend_capacity_bytes', labels, bytesOf(b.status?.capacity?.total));
     push('kvpool_backend_used_bytes', labels, bytesOf(b.status?.capacity?.used));
     push('kvpool_backend_segments', labels, b.status?.members?.length);
+    failoverFigures(push, labels, b.status?.lastFailover);
     phase('KVCacheBackend', '', b.metadata.name!, b.status?.phase);
   }
   for (const p of o.pools) {
@@ -109,6 +130,10 @@ const labelNames: Record<string, string[]> = {
   kvpool_backend_capacity_bytes: ['backend'],
   kvpool_backend_used_bytes: ['backend'],
   kvpool_backend_segments: ['backend'],
+  kvpool_backend_failover_timestamp_seconds: ['backend'],
+  kvpool_backend_failover_reregistered_objects: ['backend'],
+  kvpool_backend_failover_reregistered_bytes: ['backend'],
+  kvpool_backend_failover_warm_seconds: ['backend'],
   kvpool_pool_quota_bytes: ['pool', 'backend'],
   kvpool_pool_usage_bytes: ['pool', 'backend'],
   kvpool_binding_ceiling_bytes: ['namespace', 'binding', 'pool', 'domain'],

@@ -20,6 +20,8 @@ const watchedFamilies = [
   'master_allocated_bytes',
   'master_total_file_capacity_bytes',
   'master_allocated_file_size_bytes',
+  // Objects on the disk tier: a failover's re-registration is followed as it moves (status.lastFailover).
+  'file_cache_nums_',
 ];
 
 /** What a status could show from this observation; volatile counters are reduced to what matters. */

@@ -267,3 +267,69 @@ describe('engine and store version lines', () => {
     assert.equal(clientLine('vLLM', undefined), undefined);
   });
 });
+
+describe('the last failover', () => {
+  // The recorded snapshot, with the failovers the operator records on a disk-tier store and a DRAM one.
+  const failed: Snapshot = structuredClone(snapshot);
+  const dram = failed.backends.find((b) => b.metadata.name === 'mooncake-dram')!;
+  const disk: KVCacheBackend = structuredClone(dram);
+  disk.metadata.name = 'mooncake-disk';
+  const at = '2026-12-02T11:00:00.800Z';
+  disk.status = {
+    ...disk.status,
+    lastFailover: {
+      at,
+      master: '10.0.0.7:9003',
+      tierObjectsBefore: 128,
+      tierBytesBefore: '32Mi',
+      reRegisteredObjects: 128,
+      reRegisteredBytes: '32Mi',
+      warmAt: '2026-12-02T11:00:02.200Z',
+    },
+  };
+  dram.status = { ...dram.status, lastFailover: { at, master: '10.0.0.8:9003' } };
+  failed.backends.push(disk);
+
+  it('status says what came back of what was on the tier and when it was warm, and what a DRAM store lost', () => {
+    const text = renderStatus(statusModel(failed));
+    assert.match(
+      text,
+      /KVCacheBackend mooncake-disk .*\n.*leader: .*\n.*last failover 2026-12-02T11:00:00\.800Z \(new master 10\.0\.0\.7:9003\): re-registered 128 objects, 32Mi of 128 objects, 32Mi on the tier before; warm 1\.4 s after/,
+    );
+    assert.match(
+      text,
+      /KVCacheBackend mooncake-dram .*\n.*leader: .*\n.*last failover 2026-12-02T11:00:00\.800Z \(new master 10\.0\.0\.8:9003\): keys held in memory were lost; no disk tier figures to re-register/,
+    );
+  });
+
+  it('status says a re-registration under way, and a figure the master did not report', () => {
+    const open: Snapshot = structuredClone(failed);
+    open.backends.find((b) => b.metadata.name === 'mooncake-disk')!.status!.lastFailover = {
+      at,
+      master: '10.0.0.7:9003',
+      reRegisteredObjects: 64,
+    };
+    assert.match(
+      renderStatus(statusModel(open)),
+      /last failover .*: re-registering, 64 objects, bytes not reported so far\n/,
+    );
+  });
+
+  it('top prints the same line, and -o json carries the figures exact with the seconds to warm', () => {
+    assert.match(
+      renderTop(topModel(failed, scrapes)),
+      /\n {2}last failover .*: re-registered 128 objects, 32Mi/,
+    );
+    const node = statusModel(failed).backends.find((b) => b.name === 'mooncake-disk')!.lastFailover;
+    assert.deepEqual(node, {
+      at,
+      master: '10.0.0.7:9003',
+      tierObjectsBefore: 128,
+      tierBytesBefore: { bytes: '33554432', display: '32Mi' },
+      reRegisteredObjects: 128,
+      reRegisteredBytes: { bytes: '33554432', display: '32Mi' },
+      warmAt: '2026-12-02T11:00:02.200Z',
+      warmSeconds: 1.4,
+    });
+  });
+});

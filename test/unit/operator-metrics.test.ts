@@ -115,6 +115,40 @@ describe('kvpool figures from status', () => {
     );
   });
 
+  it('gives the last failover: when, what the members re-registered and how long until warm; nothing before one', () => {
+    const warm = backend();
+    warm.status = {
+      phase: 'Ready',
+      lastFailover: {
+        at: '2026-12-02T11:00:00.800Z',
+        master: '10.0.0.7:9003',
+        tierObjectsBefore: 128,
+        tierBytesBefore: '32Mi',
+        reRegisteredObjects: 128,
+        reRegisteredBytes: '32Mi',
+        warmAt: '2026-12-02T11:00:02.200Z',
+      },
+    };
+    const value = (samples: ReturnType<typeof figureSamples>, metric: string) =>
+      samples.find((s) => s.metric === metric)?.value;
+    const samples = figureSamples({ backends: [warm], pools: [], bindings: [] });
+    assert.equal(value(samples, 'kvpool_backend_failover_timestamp_seconds'), 1796209200.8);
+    assert.equal(value(samples, 'kvpool_backend_failover_reregistered_objects'), 128);
+    assert.equal(value(samples, 'kvpool_backend_failover_reregistered_bytes'), 33554432);
+    assert.equal(value(samples, 'kvpool_backend_failover_warm_seconds'), 1.4);
+    const cold = backend();
+    cold.status = {
+      phase: 'Ready',
+      lastFailover: { at: '2026-12-02T11:00:00.800Z', master: '10.0.0.7:9003' },
+    };
+    const coldSamples = figureSamples({ backends: [cold], pools: [], bindings: [] });
+    assert.equal(value(coldSamples, 'kvpool_backend_failover_timestamp_seconds'), 1796209200.8);
+    assert.equal(value(coldSamples, 'kvpool_backend_failover_reregistered_objects'), undefined);
+    assert.equal(value(coldSamples, 'kvpool_backend_failover_warm_seconds'), undefined);
+    const never = figureSamples({ backends: [backend()], pools: [], bindings: [] });
+    assert.ok(!never.some((s) => s.metric.startsWith('kvpool_backend_failover_')));
+  });
+
   it('gives the prompt tokens served from the pool per ModelDeployment and per Binding, absent when not reported', () => {
     const served = binding('team-a', 'team-a', {
       domain: null,

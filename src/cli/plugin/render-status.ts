@@ -1,5 +1,6 @@
 // `kubectl kvpool status` for people: the status model as text trees. Pure.
 import type { PoolPrefix } from '../../api/pool-prefix.ts';
+import { failoverLine } from './failover-line.ts';
 import type { BackendNode, BindingNode, Figure, MdNode, PoolNode, StatusModel } from './status-model.ts';
 import { renderTree, type TreeNode } from './tree.ts';
 
@@ -92,7 +93,12 @@ function backendTree(b: BackendNode): TreeNode {
   };
   return {
     text: `KVCacheBackend ${b.name}  ${phaseOf(b.phase)}  ${capacity}`,
-    details: [leaderLine(b), ...problems(b.problems), ...notes(b.notes)],
+    details: [
+      leaderLine(b),
+      ...(b.lastFailover ? [failoverLine(b.lastFailover)] : []),
+      ...problems(b.problems),
+      ...notes(b.notes),
+    ],
     children: [...(b.managed ? [members] : []), ...b.pools.map(poolTree)],
   };
 }

@@ -1,5 +1,6 @@
 // `kubectl kvpool top` for people: per backend, the store-wide line, then one row per domain. A figure
 // the store does not report prints as —, never as 0. Pure.
+import { failoverLine } from './failover-line.ts';
 import { renderTable } from './table.ts';
 import type { TopBackend } from './top-model.ts';
 
@@ -23,9 +24,10 @@ function storeLine(t: TopBackend): string {
 export function renderTop(backends: TopBackend[]): string {
   if (backends.length === 0) return 'No KVCacheBackend in this cluster.\n';
   const blocks = backends.map((t) => {
-    const head = t.error
+    const read = t.error
       ? `KVCacheBackend ${t.backend}: the store could not be read${t.source ? ` from ${t.source}` : ''}: ${t.error}`
       : storeLine(t);
+    const head = t.lastFailover ? `${read}\n  ${failoverLine(t.lastFailover)}` : read;
     const rows = t.domains.map((d) => [
       d.domain,
       d.bindings.join(',') || absent,

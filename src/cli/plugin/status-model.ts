@@ -2,13 +2,14 @@
 // the figures the operator derived from the store, the elected leader, the members per node, and what
 // is wrong, in the operator's own words (the condition messages). Pure.
 import { conditionOf } from '../../api/conditions.ts';
-import { RolloutCompleteReason } from '../../api/kvcache-backend.ts';
+import { type LastFailover, RolloutCompleteReason } from '../../api/kvcache-backend.ts';
 import { PoolReason } from '../../api/kvcache-pool-conditions.ts';
 import type { PoolPrefix } from '../../api/pool-prefix.ts';
 import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { Condition } from '../../api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../../api/types.ts';
 import { viewPod } from '../../controllers/backend/pod-view.ts';
+import { warmSeconds } from '../../controllers/backend/status-failover.ts';
 import { parseQuantityBytes } from '../../model/quantity.ts';
 import { componentLabel, instanceLabel, leaderComponent } from '../../model/store-objects.ts';
 import { podFault } from './pod-fault.ts';
@@ -78,6 +79,18 @@ export interface PoolNode {
   bindings: BindingNode[];
 }
 
+/** status.lastFailover with its byte figures readable, and the seconds from the new master to warm. */
+export interface FailoverNode {
+  at: string;
+  master: string;
+  tierObjectsBefore?: number;
+  tierBytesBefore?: Figure;
+  reRegisteredObjects?: number;
+  reRegisteredBytes?: Figure;
+  warmAt?: string;
+  warmSeconds?: number;
+}
+
 export interface BackendNode {
   name: string;
   phase?: string;
@@ -85,6 +98,8 @@ export interface BackendNode {
   endpoint?: string;
   capacity?: { total: Figure; used?: Figure };
   leader?: LeaderNode;
+  /** The last master change and what the members re-registered; absent when none was seen. */
+  lastFailover?: FailoverNode;
   members: MemberNode[];
   problems: string[];
   notes: string[];
@@ -101,6 +116,23 @@ export function figure(q: string | number | undefined): Figure | undefined {
   if (q === undefined) return undefined;
   const bytes = parseQuantityBytes(q);
   return { bytes: bytes.toString(), display: formatQuantity(bytes) };
+}
+
+export function failoverNode(f: LastFailover | undefined): FailoverNode | undefined {
+  if (!f) return undefined;
+  const seconds = warmSeconds(f);
+  const before = figure(f.tierBytesBefore);
+  const back = figure(f.reRegisteredBytes);
+  return {
+    at: f.at,
+    master: f.master,
+    ...(f.tierObjectsBefore !== undefined ? { tierObjectsBefore: f.tierObjectsBefore } : {}),
+    ...(before ? { tierBytesBefore: before } : {}),
+    ...(f.reRegisteredObjects !== undefined ? { reRegisteredObjects: f.reRegisteredObjects } : {}),
+    ...(back ? { reRegisteredBytes: back } : {}),
+    ...(f.warmAt ? { warmAt: f.warmAt } : {}),
+    ...(seconds !== undefined ? { warmSeconds: seconds } : {}),
+  };
 }
 
 const conditionText = (c: Condition) => `${c.type}=${c.status} (${c.reason}): ${c.message}`;
@@ -241,6 +273,7 @@ function backendNode(s: Snapshot, b: KVCacheBackend): BackendNode {
   );
   const total = figure(st.capacity?.total);
   const leader = leaderOf(s, b);
+  const lastFailover = failoverNode(st.lastFailover);
   return {
     name: b.metadata.name!,
     ...(st.phase ? { phase: st.phase } : {}),
@@ -254,6 +287,7 @@ function backendNode(s: Snapshot, b: KVCacheBackend): BackendNode {
         }
       : {}),
     ...(leader ? { leader } : {}),
+    ...(lastFailover ? { lastFailover } : {}),
     members: membersOf(s, b),
     problems,
     notes: notTrue(st.conditions, ['RolloutComplete'], (c) => c.status === 'True'),

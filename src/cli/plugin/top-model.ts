@@ -9,7 +9,7 @@ import { capacityFrom } from '../../store/observe.ts';
 import { type Families, gauge, parsePrometheusText } from '../../store/prometheus.ts';
 import { tenantFigures } from '../../store/tenant-metrics.ts';
 import type { Snapshot } from './snapshot.ts';
-import { type Figure, figure } from './status-model.ts';
+import { type FailoverNode, type Figure, failoverNode, figure } from './status-model.ts';
 
 /** One read of a backend's /metrics: the text, or why it could not be read; `source` says from where. */
 export type Scrape = { source: string; text: string } | { source?: string; error: string };
@@ -47,6 +47,8 @@ export interface TopBackend {
   /** The share of gets that found a replica, 0 to 1; absent without gets. */
   hitRate?: number;
   domains: TopDomain[];
+  /** The last master change as the operator recorded it (status.lastFailover); absent when none was seen. */
+  lastFailover?: FailoverNode;
 }
 
 function lookups(f: Families): Lookups {
@@ -93,7 +95,12 @@ const withFigure = (key: string, n: bigint | undefined) =>
 function topBackend(s: Snapshot, b: KVCacheBackend, scrape: Scrape | undefined): TopBackend {
   const name = b.metadata.name!;
   const claimed = domainsOf(s, name);
-  const base = { backend: name, ...(scrape?.source ? { source: scrape.source } : {}) };
+  const lastFailover = failoverNode(b.status?.lastFailover);
+  const base = {
+    backend: name,
+    ...(scrape?.source ? { source: scrape.source } : {}),
+    ...(lastFailover ? { lastFailover } : {}),
+  };
   if (!scrape || 'error' in scrape) {
     return {
       ...base,

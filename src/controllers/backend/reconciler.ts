@@ -17,8 +17,10 @@ import {
   leaderRpcPort,
   ownedByBackend,
 } from '../../model/store-objects.ts';
+import { sightingOf } from '../../store/master-sighting.ts';
 import { AppliedIntents, type ChildrenOutcome, syncChildren } from './children.ts';
 import { type BackendStatusDecision, decideBackendStatus } from './status.ts';
+import { advanceFailover, type FailoverMemory } from './status-failover.ts';
 import { backendInUseLive, teardownBackend, teardownPollMs } from './teardown.ts';
 import { TierCleanup } from './tier-cleanup.ts';
 import { boundNamespaces, buildBackendView, mountedHosts } from './view.ts';
@@ -41,6 +43,7 @@ export class BackendReconciler {
   private readonly observeIntervalMs: number;
   private readonly applied = new AppliedIntents();
   private readonly holders = new Map<string, string>();
+  private readonly failovers = new Map<string, FailoverMemory>();
   private readonly warned = new Set<string>();
   private readonly cleanup: TierCleanup;
 
@@ -71,6 +74,7 @@ export class BackendReconciler {
     if (!backend) {
       await this.observe(name, undefined);
       this.holders.delete(name);
+      this.failovers.delete(name);
       this.applied.forget(name);
       return undefined;
     }
@@ -117,7 +121,14 @@ export class BackendReconciler {
       handover: rollout?.handover.message,
     });
     const decision = decideBackendStatus(view);
-    await this.writeStatus(backend, decision, view.usedBy);
+    const failover = advanceFailover(
+      backend.status?.lastFailover,
+      this.failovers.get(name) ?? {},
+      sightingOf(store),
+      { tier: view.includeFiles },
+    );
+    this.failovers.set(name, failover.memory);
+    await this.writeStatus(backend, decision, view.usedBy, failover.record);
     await this.noteTier(backend, decision);
     await this.noteConflict(backend, decision);
     if (managed) await this.noteHandover(backend, holder);
@@ -145,6 +156,7 @@ export class BackendReconciler {
     backend: KVCacheBackend,
     d: BackendStatusDecision,
     usedBy: UsedByEntry[],
+    lastFailover = backend.status?.lastFailover,
   ): Promise<void> {
     const endpoints = this.endpoints(backend);
     await applyStatus(this.ctx.client, backend, {
@@ -160,6 +172,7 @@ export class BackendReconciler {
       ...(d.capacity ? { capacity: d.capacity } : {}),
       ...(d.members ? { members: d.members } : {}),
       ...(usedBy.length ? { usedBy } : {}),
+      ...(lastFailover ? { lastFailover } : {}),
     });
   }
 

@@ -1,0 +1,91 @@
+// status.lastFailover: when a new master took over, and what the members re-registered from their disk
+// tiers (decision 45). A new master starts empty, so the tier figures it reports are the members'
+// re-registrations; they are followed until they reach what the previous master last reported (or stop
+// moving), and then kept. Pure: the reconciler holds the memory between passes.
+import type { LastFailover } from '../../api/kvcache-backend.ts';
+import { formatBinarySI, parseQuantityBytes } from '../../model/quantity.ts';
+import { anotherMaster, type MasterSighting } from '../../store/master-sighting.ts';
+
+/** How long the figures must hold before a re-registration that never reached the previous master's is taken as done. */
+export const warmSettleMs = 15_000;
+
+/** What is kept between passes: the last master read, and when its tier figures last moved. */
+export interface FailoverMemory {
+  last?: MasterSighting;
+  movedAt?: number;
+}
+
+export interface FailoverOptions {
+  /** The backend may have a disk tier (one is declared, or the store is external): its figures are followed. */
+  tier: boolean;
+  settleMs?: number;
+}
+
+export const instant = (ms: number) => new Date(ms).toISOString();
+
+function startRecord(before: MasterSighting, now: MasterSighting, tier: boolean): LastFailover {
+  const b = tier ? before.tier : {};
+  return {
+    at: instant(now.at),
+    master: now.address,
+    ...(b.objects !== undefined ? { tierObjectsBefore: b.objects } : {}),
+    ...(b.bytes !== undefined ? { tierBytesBefore: formatBinarySI(b.bytes) } : {}),
+  };
+}
+
+/** Whether the figures came back to the previous master's: every object and byte it had on the tier. */
+function reached(r: LastFailover): boolean {
+  if (r.tierObjectsBefore === undefined || r.tierBytesBefore === undefined) return false;
+  if (r.reRegisteredObjects === undefined || r.reRegisteredBytes === undefined) return false;
+  return (
+    r.reRegisteredObjects >= r.tierObjectsBefore &&
+    parseQuantityBytes(r.reRegisteredBytes) >= parseQuantityBytes(r.tierBytesBefore)
+  );
+}
+
+/** The open record with the new master's figures; warm once they reached the old ones or held for `settleMs`. */
+function follow(r: LastFailover, now: MasterSighting, movedAt: number, settleMs: number) {
+  const { objects, bytes } = now.tier;
+  const next: LastFailover = {
+    ...r,
+    ...(objects !== undefined ? { reRegisteredObjects: objects } : {}),
+    ...(bytes !== undefined ? { reRegisteredBytes: formatBinarySI(bytes) } : {}),
+  };
+  const moved =
+    next.reRegisteredObjects !== r.reRegisteredObjects || next.reRegisteredBytes !== r.reRegisteredBytes;
+  const since = moved ? now.at : movedAt;
+  if (reached(next) || now.at - since >= settleMs) next.warmAt = instant(since);
+  return { record: next, movedAt: since };
+}
+
+/**
+ * The record after one more reading of the backend's master (`now`, undefined when it was not read
+ * serving): a new record when it is another master than the one last read, the open record followed
+ * while it is the same master, anything else kept as it is.
+ */
+export function advanceFailover(
+  record: LastFailover | undefined,
+  memory: FailoverMemory,
+  now: MasterSighting | undefined,
+  options: FailoverOptions,
+): { record?: LastFailover; memory: FailoverMemory } {
+  if (!now) return { record, memory };
+  let next = record;
+  let movedAt = memory.movedAt ?? now.at;
+  if (memory.last && anotherMaster(memory.last, now)) {
+    next = startRecord(memory.last, now, options.tier);
+    movedAt = now.at;
+  }
+  if (next && !next.warmAt && next.master === now.address && options.tier) {
+    const followed = follow(next, now, movedAt, options.settleMs ?? warmSettleMs);
+    next = followed.record;
+    movedAt = followed.movedAt;
+  }
+  return { record: next, memory: { last: now, movedAt } };
+}
+
+/** Seconds from the new master to warm, with milliseconds; undefined while not warm. */
+export function warmSeconds(r: LastFailover | undefined): number | undefined {
+  if (!r?.warmAt) return undefined;
+  return (Date.parse(r.warmAt) - Date.parse(r.at)) / 1000;
+}
