@@ -104,6 +104,34 @@ describe('real vLLM replicas share their KV through the pool', () => {
       },
       { what: `${count} real vLLM replica(s) ready in ${namespace}`, timeoutMs: 900_000, intervalMs: 5000 },
     );
+  /** Each engine's start-up (created → Ready) and resident memory (its container's processes, summed). */
+  const engineFootprints = async (namespace: string) => {
+    const pods = (
+      await e.cluster.client.list<KubeObject<Pod>>(
+        { apiVersion: 'v1', kind: 'Pod', namespace },
+        { labelSelector: 'app.kubernetes.io/instance=llama-cpu' },
+      )
+    ).items;
+    const table = processTable();
+    const lines = [];
+    for (const p of pods) {
+      const readyAt = p.status?.conditions?.find((c) => c.type === 'Ready')?.lastTransitionTime;
+      const startS = (Date.parse(readyAt!) - Date.parse(p.metadata.creationTimestamp!)) / 1000;
+      const [pid] = await e.cluster.node(p.spec!.nodeName!).containerPids(namespace, p.metadata.name!);
+      let rssKiB = 0;
+      for (const q of [pid!, ...descendants(pid!, table)]) {
+        try {
+          rssKiB += Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${q}/status`, 'utf8'))?.[1] ?? 0);
+        } catch {
+          // Gone meanwhile (a compile worker).
+        }
+      }
+      lines.push(
+        `${namespace}/${p.metadata.name}: ready ${startS} s after created, ${(rssKiB / 1024).toFixed(0)} MiB resident`,
+      );
+    }
+    return lines.join('\n');
+  };
   const get = <T>(kind: string, namespace: string, name: string) =>
     e.cluster.client.get<T & KubeObject>({ apiVersion: v1, kind, namespace, name });
 
@@ -142,6 +170,7 @@ describe('real vLLM replicas share their KV through the pool', () => {
       await e.kubectl(['apply', '--server-side', '-f', '-'], otherDeployment);
       [a, b] = await ready('team-a', 2);
       [c] = await ready('team-b', 1);
+      for (const ns of ['team-a', 'team-b']) console.log(await engineFootprints(ns));
       // Three engines start together on two cores: most of it is torch compiling the model.
     },
     { timeout: 1_800_000 },
