@@ -4,6 +4,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pod as CorePod } from 'kubernetes-types/core/v1.js';
 import type { LocalCluster } from '../local/cluster.ts';
+import { descendants, processTable } from '../local/process-tree.ts';
 import type { KVCacheBackend } from '../src/api/types.ts';
 import type { KubeObject } from '../src/kube/object.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
@@ -112,10 +113,12 @@ export async function metric(ip: string, name: string): Promise<number | null> {
   }
 }
 
+/** The leader container's processes and their descendants (mooncake_master among them). */
 export async function killPids(cluster: LocalCluster, pod: Pod): Promise<number[]> {
-  const pids = await cluster.node(pod.spec!.nodeName!).containerPids(ns, pod.metadata.name!);
-  if (!pids.length) throw new Error(`no container process for ${pod.metadata.name}`);
-  return pids;
+  const roots = await cluster.node(pod.spec!.nodeName!).containerPids(ns, pod.metadata.name!);
+  if (!roots.length) throw new Error(`no container process for ${pod.metadata.name}`);
+  const table = processTable();
+  return roots.flatMap((p) => [p, ...descendants(p, table)]);
 }
 
 /** The store's view: when a master started after the kill first reports tier bytes, and all it had before. */
