@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { mooncakeBinary } from '../../local/toolchain.ts';
 
 export type StoreOp = { op: 'put'; key: string; data: Buffer } | { op: 'get'; key: string };
-export type StoreResult = ({ rc: number } | { data: Buffer }) & { ms?: number };
+/** A get's result carries how long it took (`ms`) and when it ended (`at`, ms since the epoch). */
+export type StoreResult = ({ rc: number } | { data: Buffer }) & { ms?: number; at?: number };
 
 export interface StoreClientOptions {
   master: string;
@@ -35,7 +36,10 @@ export async function runStoreClient(options: StoreClientOptions, ops: StoreOp[]
   });
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
   const last = stdout.trim().split('\n').at(-1) ?? '';
-  let parsed: { setup: number; results?: (({ rc: number } | { hex: string }) & { ms?: number })[] };
+  let parsed: {
+    setup: number;
+    results?: (({ rc: number } | { hex: string }) & { ms?: number; at?: number })[];
+  };
   try {
     parsed = JSON.parse(last);
   } catch {
@@ -43,8 +47,8 @@ export async function runStoreClient(options: StoreClientOptions, ops: StoreOp[]
   }
   if (parsed.setup !== 0)
     throw new Error(`store client setup returned ${parsed.setup}; stderr:\n${stderr.slice(-2000)}`);
-  // A put's time is left out, so a put compares equal to { rc }.
+  // A put's times are left out, so a put compares equal to { rc }.
   return (parsed.results ?? []).map((r) =>
-    'hex' in r ? { data: Buffer.from(r.hex, 'hex'), ms: r.ms } : { rc: r.rc },
+    'hex' in r ? { data: Buffer.from(r.hex, 'hex'), ms: r.ms, at: r.at } : { rc: r.rc },
   );
 }

@@ -2,7 +2,7 @@
 
 Reads a JSON list of operations on stdin ({"op": "put", "key": k, "hex": v} or {"op": "get", "key": k})
 and prints one JSON line with the result of each: {"rc": n} for a put, {"hex": v} for a get, each with
-the milliseconds it took ("ms").
+the milliseconds it took ("ms") and when it ended ("at", milliseconds since the epoch).
 """
 
 import argparse
@@ -39,6 +39,7 @@ def main() -> int:
         else:
             raise ValueError(f"unknown op {op['op']}")
         result["ms"] = round((time.monotonic() - started) * 1000)
+        result["at"] = round(time.time() * 1000)
         results.append(result)
     store.close()
     print(json.dumps({"setup": 0, "results": results}))
