@@ -152,6 +152,14 @@ describe('decideTierWasEmpty with markers', () => {
     assert.deepEqual([d?.status, d?.reason], ['True', 'Empty']);
   });
 
+  it('waits for every node’s survey before ForeignContentRemoved, so the message names every node emptied', () => {
+    const removed = (node: string) => ({ ...reading(node, 2), tier: 'removed' as const, marker: 'uid-b' });
+    assert.equal(decideTierWasEmpty([removed('n1')], 2, undefined), undefined);
+    const d = decideTierWasEmpty([removed('n1'), removed('n2')], 2, undefined);
+    assert.equal(d?.reason, 'ForeignContentRemoved');
+    assert.match(d!.message, /n1: 2 \(marked by backend UID uid-b\), n2: 2 \(marked by backend UID uid-b\)/);
+  });
+
   it('is False/ForeignContentRemoved when members emptied another backend’s files', () => {
     const d = decideTierWasEmpty([{ ...reading('n1', 5), tier: 'removed', marker: 'uid-b' }], 1, undefined);
     assert.deepEqual([d?.status, d?.reason], ['False', 'ForeignContentRemoved']);

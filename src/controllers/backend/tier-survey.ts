@@ -102,8 +102,12 @@ export function decideTierWasEmpty(
       message: previous.message,
     };
   const valid = readings.filter((r) => r.control > 0 && r.entries >= 0);
+  const nodes = new Set(valid.map((r) => r.node));
+  const everyNode = desired > 0 && nodes.size >= desired;
   const removed = valid.filter((r) => r.tier === 'removed');
   if (removed.length) {
+    // Decided once, so only when every node's survey ran: the message names every directory emptied.
+    if (!everyNode) return undefined;
     return decided(
       'TierWasEmpty',
       'False',
@@ -121,8 +125,7 @@ export function decideTierWasEmpty(
       `the tier directory already held files when the first members started: ${nameList(full.map((r) => `${r.node}: ${r.entries}`))}; nothing was removed — empty it yourself, or set cleanAfterDelete on the backend that wrote it`,
     );
   }
-  const nodes = new Set(valid.map((r) => r.node));
-  if (desired > 0 && nodes.size >= desired) {
+  if (everyNode) {
     return decided(
       'TierWasEmpty',
       'True',
