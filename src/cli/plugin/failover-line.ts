@@ -1,4 +1,5 @@
-// A backend's last failover (status.lastFailover) as the line `kubectl kvpool status` and `top` print. A figure the status does not carry is said so, never shown as 0. Pure.
+// A backend's last failover (status.lastFailover) as the line `kubectl kvpool status` and `top` print.
+// A figure the status does not carry is said so, never shown as 0. Pure.
 import type { FailoverNode, Figure } from './status-model.ts';
 
 const objects = (n: number | undefined) =>
