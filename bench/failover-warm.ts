@@ -43,7 +43,8 @@ interface Side {
   name: string;
   keys: string[];
   clients: WarmClient[];
-  clientStartedAt: number[];
+  /** When each client was started, ms after the kill; null for the one set up before it. */
+  clientStartedAt: (number | null)[];
   killed: Pod;
   freshTried: boolean;
 }
@@ -99,7 +100,7 @@ async function warmRun(cluster: LocalCluster, run: number, capacity: { warm: big
         setupUntil: Date.now() + 60_000,
       }),
     ],
-    clientStartedAt: [],
+    clientStartedAt: [null],
     killed,
     freshTried: false,
   });

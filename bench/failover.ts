@@ -144,6 +144,9 @@ const parts = new Set((process.env.BENCH_PARTS ?? 'cluster,etcd,timings,warm').s
 const previousPath = join(import.meta.dirname, 'results', 'failover.json');
 const previous = existsSync(previousPath) ? JSON.parse(readFileSync(previousPath, 'utf8')) : {};
 const measuredAt = new Date().toISOString();
+/** A part not run now keeps the conditions it was measured under: the machine of the run that wrote it. */
+const kept = <T extends object | undefined>(part: T) =>
+  part && !('machine' in part) && previous.machine ? { ...part, machine: previous.machine } : part;
 
 async function clusterPart() {
   const root = mkdtempSync(join(tmpdir(), 'kvpool-bench-failover-'));
@@ -179,7 +182,7 @@ async function warmPart() {
 }
 
 const targets = { gracefulMs: 5000, hardKillMs: 10_000 };
-let kvpool = previous.kvpool;
+let kvpool = kept(previous.kvpool);
 if (parts.has('cluster')) {
   const k = await clusterPart();
   kvpool = {
@@ -198,7 +201,7 @@ if (parts.has('cluster')) {
     },
   };
 }
-let mooncakeEtcdHa = previous.mooncakeEtcdHa;
+let mooncakeEtcdHa = kept(previous.mooncakeEtcdHa);
 if (parts.has('etcd')) {
   const e = await etcdPart();
   mooncakeEtcdHa = {
@@ -210,9 +213,9 @@ if (parts.has('etcd')) {
 }
 const leaseTimings = parts.has('timings')
   ? { measuredAt, ...(await measureTimings(runs)) }
-  : previous.leaseTimings;
+  : kept(previous.leaseTimings);
 
-let warm = previous.warm;
+let warm = kept(previous.warm);
 if (parts.has('warm')) {
   const w = await warmPart();
   warm = {
