@@ -114,7 +114,7 @@ const LastFailover = Type.Object(
     ),
     master: Type.String({ maxLength: 259, description: "The new master's admin address, host:port." }),
     tierObjectsBefore: objectCount(
-      "Objects on the disk tier the previous master last reported (its file_cache_nums_): what the members could re-register. Absent when the operator did not read the previous master, or the backend has no disk tier.",
+      'Objects on the disk tier the previous master last reported (its file_cache_nums_): what the members could re-register. Absent when the operator did not read the previous master, or the backend has no disk tier.',
     ),
     tierBytesBefore: Type.Optional(
       Quantity({
@@ -123,7 +123,7 @@ const LastFailover = Type.Object(
       }),
     ),
     reRegisteredObjects: objectCount(
-      "Objects on the disk tier the new master reports (its file_cache_nums_; it starts empty, so these are the members' re-registrations), followed until warmAt and then kept. Objects written after the change that reached the tier before warmAt count too. Absent when the master does not report it or the backend has no disk tier; memory-resident objects are never re-registered.",
+      "Objects on the disk tier the new master reports (its file_cache_nums_; it starts empty, so these are the members' re-registrations), followed until they reach tierObjectsBefore and then kept. Objects written after the change that reached the tier meanwhile count too. Absent when the master does not report it or the backend has no disk tier; memory-resident objects are never re-registered.",
     ),
     reRegisteredBytes: Type.Optional(
       Quantity({
@@ -133,7 +133,7 @@ const LastFailover = Type.Object(
     ),
     warmAt: Type.Optional(
       instant(
-        'When re-registration was complete (RFC 3339, milliseconds): the first reading whose figures reached tierObjectsBefore and tierBytesBefore, or, when they do not (or were not read), the last reading at which they grew, once they have held for 15 s. Absent while the members are re-registering, and for a backend without a disk tier.',
+        'When re-registration was complete (RFC 3339, milliseconds): the first reading whose figures reached tierObjectsBefore and tierBytesBefore, or, when they do not (or were not read), the last reading at which they grew, once they have held for 45 s (moved again if a late member re-registers more). Absent while the members are re-registering, and for a backend without a disk tier.',
       ),
     ),
   },

@@ -129,29 +129,30 @@ describe('advanceFailover', () => {
     assert.strictEqual(records[6], records[5], 'a warm record is kept as it is: an idle pass writes nothing');
   });
 
-  it('without the previous master’s figures (the operator started after the kill), is warm once the figures held for 15 s, at the reading they last moved', () => {
+  it('without the previous master’s figures (the operator started after the kill), is warm once the figures held for 45 s, at the reading they last moved', () => {
     const open: LastFailover = { at: '2026-12-02T11:00:00.800Z', master: address, reRegisteredObjects: 64 };
     const records = follow(
       [
         observation(recorded.oneMember, 2000),
         observation(recorded.bothMembers, 2200),
-        observation(recorded.bothMembers, 17_100),
-        observation(recorded.bothMembers, 17_300),
+        observation(recorded.bothMembers, 47_100),
+        observation(recorded.bothMembers, 47_300),
       ],
       { tier: true },
       { record: open },
     );
     assert.equal(records[1]?.reRegisteredObjects, 128);
-    assert.equal(records[2]?.warmAt, undefined, '14.9 s without a move');
+    assert.equal(records[2]?.warmAt, undefined, '44.9 s without a move');
     assert.equal(records[3]?.warmAt, '2026-12-02T11:00:02.200Z');
   });
 
-  it('when fewer come back than the previous master had (a member gone with it), is warm after 15 s and says both', () => {
+  it('when fewer come back than the previous master had (a member gone with it), is warm after 45 s and says both', () => {
     const records = follow(
       [
         ...failover.slice(0, 5),
-        observation(recorded.oneMember, 16_999),
-        observation(recorded.oneMember, 17_000),
+        observation(recorded.oneMember, 46_999),
+        observation(recorded.oneMember, 47_000),
+        observation(recorded.oneMember, 60_000),
       ],
       { tier: true },
     );
@@ -159,6 +160,25 @@ describe('advanceFailover', () => {
     assert.equal(records[6]?.tierObjectsBefore, 128);
     assert.equal(records[6]?.reRegisteredObjects, 64);
     assert.equal(records[6]?.warmAt, '2026-12-02T11:00:02.000Z');
+    assert.deepEqual(records[7], records[6], 'figures that hold change nothing: an idle pass writes nothing');
+  });
+
+  it('follows a member that re-registers after the figures held: the counts and warmAt move to it', () => {
+    const records = follow(
+      [
+        ...failover.slice(0, 5),
+        observation(recorded.oneMember, 47_000),
+        observation(recorded.bothMembers, 70_000),
+        observation(recorded.bothMembers, 71_000),
+      ],
+      { tier: true },
+    );
+    assert.equal(records[5]?.reRegisteredObjects, 64);
+    assert.equal(records[5]?.warmAt, '2026-12-02T11:00:02.000Z', 'warm as far as was known');
+    assert.equal(records[6]?.reRegisteredObjects, 128);
+    assert.equal(records[6]?.reRegisteredBytes, '32Mi');
+    assert.equal(records[6]?.warmAt, '2026-12-02T11:01:10.000Z', 'warm once every object is back');
+    assert.strictEqual(records[7], records[6], 'then kept as it is');
   });
 
   it('for a backend without a disk tier, records when the new master took over and nothing else', () => {

@@ -1,13 +1,19 @@
 // status.lastFailover: when a new master took over, and what the members re-registered from their disk
 // tiers (decision 45). A new master starts empty, so the tier figures it reports are the members'
-// re-registrations; they are followed until they reach what the previous master last reported (or stop
-// moving), and then kept. Pure: the reconciler holds the memory between passes.
+// re-registrations; they are followed until they reach what the previous master last reported, and then
+// kept. Figures that stop short are taken as warm once they held (a member may have gone with the master)
+// and still followed, so a member that comes back late corrects them. Pure: the reconciler holds the
+// memory between passes.
 import type { LastFailover } from '../../api/kvcache-backend.ts';
 import { formatBinarySI, parseQuantityBytes } from '../../model/quantity.ts';
 import { anotherMaster, type MasterSighting } from '../../store/master-sighting.ts';
 
-/** How long the figures must hold before a re-registration that never reached the previous master's is taken as done. */
-export const warmSettleMs = 15_000;
+/**
+ * How long the figures must hold before a re-registration that has not reached the previous master's is
+ * taken as done: longer than the ~30 s a member's master client can stall before it remounts on the new
+ * master (docs/failover-and-sizing.md), which a shorter hold took for the end of the re-registration.
+ */
+export const warmSettleMs = 45_000;
 
 /** What is kept between passes: the last master read, and when its tier figures last moved. */
 export interface FailoverMemory {
@@ -76,7 +82,7 @@ export function advanceFailover(
     next = startRecord(memory.last, now, options.tier);
     movedAt = now.at;
   }
-  if (next && !next.warmAt && next.master === now.address && options.tier) {
+  if (next && !(next.warmAt && reached(next)) && next.master === now.address && options.tier) {
     const followed = follow(next, now, movedAt, options.settleMs ?? warmSettleMs);
     next = followed.record;
     movedAt = followed.movedAt;
