@@ -61,7 +61,7 @@ export interface LocalClusterOptions {
   loadImages?: boolean;
 }
 
-/** A role on it gets the CPU runner image, a core (a CPU-only type's unit is one) and room for a CPU engine's ~3.3 GB. */
+/** A role on it gets the CPU runner image, a core (a CPU-only type's unit is one) and room for a CPU engine's ~3.8 GiB. */
 const cpuUnit = { cpu: '1', ram: '6Gi' };
 
 /** An InstanceType of the local nodes (linux/amd64, 10Gi of local storage). */
