@@ -28,6 +28,11 @@ export function electionOn(backend: KVCacheBackend): boolean {
   return (managedConnection(backend).leader.electionBackend ?? 'Kubernetes') === 'Kubernetes';
 }
 
+/** Whether the leader keeps a tenant ledger (multiTenancy, on by default): its policy files, seed and read right. */
+export function tenancyOn(backend: KVCacheBackend): boolean {
+  return managedConnection(backend).leader.multiTenancy ?? true;
+}
+
 /** Whether members read the Lease themselves (they then need an account); else they need no API access. */
 export function membersReadLease(backend: KVCacheBackend): boolean {
   return electionOn(backend) && managedConnection(backend).leader.memberAddressing === 'Lease';

@@ -8,7 +8,7 @@ import type { PolicyRule, Role, RoleBinding } from 'kubernetes-types/rbac/v1.js'
 import type { KVCacheBackend } from '../../api/types.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { electionOn, managedConnection, membersReadLease } from '../../model/backend-spec.ts';
+import { electionOn, membersReadLease, tenancyOn } from '../../model/backend-spec.ts';
 import {
   backendName,
   backendSelector,
@@ -71,7 +71,7 @@ export function renderElectionRbac(
   return [
     ...accountWithRole(backend, ctx, leaderName(backend), leaderComponent, [
       lease(['get', 'update', 'patch']),
-      ...((managedConnection(backend).leader.multiTenancy ?? true)
+      ...(tenancyOn(backend)
         ? [
             {
               apiGroups: [''],

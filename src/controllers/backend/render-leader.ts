@@ -12,6 +12,7 @@ import {
   type ManagedConnection,
   managedConnection,
   resolveImages,
+  tenancyOn,
   tierWritesThrough,
 } from '../../model/backend-spec.ts';
 import {
@@ -58,7 +59,7 @@ function masterFlags(backend: KVCacheBackend, leader: Leader): string[] {
     '-rpc_address=$(KUBERNETES_POD_IP)',
     '-metrics_host=$(KUBERNETES_POD_IP)',
     `-allocation_strategy=${leader.allocationStrategy === 'Random' ? 'random' : 'free_ratio_first'}`,
-    ...((leader.multiTenancy ?? true)
+    ...(tenancyOn(backend)
       ? ['-enable_multi_tenants=true', `-tenant_quota_connector_uri=${policyFile}`]
       : []),
     ...(anyDiskTier(backend)
@@ -78,11 +79,9 @@ function leaderArgs(backend: KVCacheBackend, ctx: BackendRenderContext): string[
     `--probe-port=${leaderProbePort}`,
     `--metrics-port=${leaderMetricsPort}`,
     ...leaseTimingFlags(leaseTimings(backend)),
-    ...((leader.multiTenancy ?? true)
-      ? [`--policy-seed=${policySeedFile}`, `--policy-file=${policyFile}`]
-      : []),
+    ...(tenancyOn(backend) ? [`--policy-seed=${policySeedFile}`, `--policy-file=${policyFile}`] : []),
     // The mounted seed lags the API by up to the kubelet's sync period: a replica that wins reads the API.
-    ...((leader.multiTenancy ?? true) && electionOn(backend)
+    ...(tenancyOn(backend) && electionOn(backend)
       ? [`--policy-seed-configmap=${ctx.namespace}/${seedConfigMapName(backendName(backend))}`]
       : []),
     '--',
@@ -106,7 +105,7 @@ function leaderEnv(leader: Leader): EnvVar[] {
 function leaderContainer(backend: KVCacheBackend, ctx: BackendRenderContext): Container {
   const leader = managedConnection(backend).leader;
   const images = resolveImages(backend, ctx.defaultImage);
-  const tenancy = leader.multiTenancy ?? true;
+  const tenancy = tenancyOn(backend);
   return {
     name: 'leader',
     image: images.leader,
@@ -180,10 +179,7 @@ function leaderPodSpec(backend: KVCacheBackend, ctx: BackendRenderContext): PodS
         }
       : {}),
     containers: [leaderContainer(backend, ctx)],
-    volumes: [
-      scratchVolume,
-      ...((managedConnection(backend).leader.multiTenancy ?? true) ? policyVolumes(backend) : []),
-    ],
+    volumes: [scratchVolume, ...(tenancyOn(backend) ? policyVolumes(backend) : [])],
   };
 }
 
