@@ -24,6 +24,23 @@ function someoneElsesService(name: string, namespace: string): KubeObject<Servic
   };
 }
 
+/** A managed backend of one DRAM member group, the image given so no Setting is needed. */
+const managedBackend = (name: string) =>
+  ({
+    apiVersion: v1,
+    kind: 'KVCacheBackend',
+    metadata: { name },
+    spec: {
+      image: 'registry.example.com/kvpool-store:1.0',
+      connection: {
+        managed: {
+          leader: {},
+          members: [{ nodeSelector: { kvcache: 'true' }, medium: 'DRAM', capacityPerMember: '1Gi' }],
+        },
+      },
+    },
+  }) as KubeObject;
+
 describe('objects kvpool does not own', () => {
   let cluster: IsolatedCluster;
   let operator: InProcessOperator;
@@ -124,20 +141,7 @@ describe('objects kvpool does not own', () => {
 
   it("leaves a Service named like a backend's leader Service as it is and names it in the backend status", async () => {
     await cluster.client.create(someoneElsesService('store-leader', system));
-    await cluster.client.create({
-      apiVersion: v1,
-      kind: 'KVCacheBackend',
-      metadata: { name: 'store' },
-      spec: {
-        image: 'registry.example.com/kvpool-store:1.0',
-        connection: {
-          managed: {
-            leader: {},
-            members: [{ nodeSelector: { kvcache: 'true' }, medium: 'DRAM', capacityPerMember: '1Gi' }],
-          },
-        },
-      },
-    } as KubeObject);
+    await cluster.client.create(managedBackend('store'));
     const backend = await waitFor(
       () => cluster.client.find<KVCacheBackend>({ apiVersion: v1, kind: 'KVCacheBackend', name: 'store' }),
       {
@@ -168,20 +172,7 @@ describe('objects kvpool does not own', () => {
       data: { 'tenant-quota-policy.yaml': 'mine: true\n' },
     };
     await cluster.client.create(policy);
-    await cluster.client.create({
-      apiVersion: v1,
-      kind: 'KVCacheBackend',
-      metadata: { name: 'other' },
-      spec: {
-        image: 'registry.example.com/kvpool-store:1.0',
-        connection: {
-          managed: {
-            leader: {},
-            members: [{ nodeSelector: { kvcache: 'true' }, medium: 'DRAM', capacityPerMember: '1Gi' }],
-          },
-        },
-      },
-    } as KubeObject);
+    await cluster.client.create(managedBackend('other'));
     await cluster.client.create({
       apiVersion: v1,
       kind: 'KVCachePool',
