@@ -198,6 +198,22 @@ describe('advanceFailover', () => {
     });
   });
 
+  it('keeps its record when the next pass reads a status that does not hold it yet (the informer lags the write)', () => {
+    let memory: FailoverMemory = {};
+    let record: LastFailover | undefined;
+    for (const o of failover.slice(0, 3))
+      ({ record, memory } = advanceFailover(record, memory, sightingOf(o), { tier: true }));
+    const written = record;
+    assert.equal(written?.tierObjectsBefore, 128, 'the failover was recorded');
+    // The next pass's backend comes from the informer, which has not seen that status write yet.
+    const next = advanceFailover(undefined, memory, sightingOf(failover[3]), { tier: true });
+    assert.equal(next.record?.at, written?.at, 'the record is not dropped by a stale read');
+    assert.equal(next.record?.tierObjectsBefore, 128);
+    // And a stale copy of the same record (fewer figures) does not undo what the last pass followed.
+    const later = advanceFailover(written, next.memory, sightingOf(failover[5]), { tier: true });
+    assert.equal(later.record?.reRegisteredObjects, 128);
+  });
+
   it('keeps a record of another master as it is (written before the operator restarted)', () => {
     const old: LastFailover = { at: '2026-12-01T00:00:00.000Z', master: '10.0.0.1:9003' };
     const records = follow([observation(recorded.bothMembers, 0)], { tier: true }, { record: old });

@@ -15,10 +15,15 @@ import { anotherMaster, type MasterSighting } from '../../store/master-sighting.
  */
 export const warmSettleMs = 45_000;
 
-/** What is kept between passes: the last master read, and when its tier figures last moved. */
+/** What is kept between passes: the last master read, when its tier figures last moved, the record decided. */
 export interface FailoverMemory {
   last?: MasterSighting;
   movedAt?: number;
+  /**
+   * The record the last pass decided. A pass reads the backend from the informer, which can lag the
+   * status write that carried the record; without this, that pass decided "no record" and erased it.
+   */
+  record?: LastFailover;
 }
 
 export interface FailoverOptions {
@@ -75,8 +80,9 @@ export function advanceFailover(
   now: MasterSighting | undefined,
   options: FailoverOptions,
 ): { record?: LastFailover; memory: FailoverMemory } {
-  if (!now) return { record, memory };
-  let next = record;
+  const known = memory.record && (!record || memory.record.at >= record.at) ? memory.record : record;
+  if (!now) return { record: known, memory };
+  let next = known;
   let movedAt = memory.movedAt ?? now.at;
   if (memory.last && anotherMaster(memory.last, now)) {
     next = startRecord(memory.last, now, options.tier);
@@ -87,7 +93,7 @@ export function advanceFailover(
     next = followed.record;
     movedAt = followed.movedAt;
   }
-  return { record: next, memory: { last: now, movedAt } };
+  return { record: next, memory: { last: now, movedAt, ...(next ? { record: next } : {}) } };
 }
 
 /** Seconds from the new master to warm, with milliseconds; undefined while not warm. */
