@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { cacheDir } from '../local/toolchain.ts';
+import { cacheDir } from '../images/toolchain.ts';
 
 export function buildGoProgram(dir: string): string {
   const name = basename(dir);

@@ -7,10 +7,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { projectRoot } from '../images/toolchain.ts';
 import { processesIn } from '../local/nodes/cgroups.ts';
 import { slotCgroup, slotOfAddress } from '../local/nodes/host-network.ts';
 import { descendants } from '../local/process-tree.ts';
-import { projectRoot } from '../local/toolchain.ts';
 import { median, writeResult } from './results.ts';
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);

@@ -18,12 +18,12 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { withLock } from '../local/file-lock.ts';
-import { cacheDir, projectRoot, toolchainValue } from '../local/toolchain.ts';
+import { withLock } from './file-lock.ts';
 import { type Layer as BuiltLayer, writeImageArchive, writeLayer } from './lib/oci.ts';
 import { run } from './lib/run.ts';
 import { chrootStage, debootstrap } from './lib/stage.ts';
 import { type FileCopy, type Image, images, type Layer, layerNamed } from './recipes.ts';
+import { cacheDir, projectRoot, toolchainValue } from './toolchain.ts';
 
 const debianMirror = process.env.KVPOOL_DEBIAN_MIRROR ?? 'http://deb.debian.org/debian';
 const imagesDir = () => join(cacheDir(), 'images');

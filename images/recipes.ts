@@ -2,7 +2,7 @@
 // their contents; `npm run images` builds them (images/build.ts) and the local cluster loads them.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { projectRoot, toolchain, toolchainValue } from '../local/toolchain.ts';
+import { projectRoot, toolchain, toolchainValue } from './toolchain.ts';
 
 /** How a layer's directory is made. */
 export type LayerRecipe =

@@ -4,9 +4,9 @@
 
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { projectRoot } from '../images/toolchain.ts';
 import { shutdownRequested } from '../src/agent/shutdown.ts';
 import { LocalCluster } from './cluster.ts';
-import { projectRoot } from './toolchain.ts';
 
 export async function runLocal(argv: string[]): Promise<number> {
   const { values } = parseArgs({

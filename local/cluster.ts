@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { Namespace } from 'kubernetes-types/core/v1.js';
 import { buildImages } from '../images/build.ts';
 import { corednsImage, pauseImage } from '../images/recipes.ts';
+import { projectRoot } from '../images/toolchain.ts';
 import type { InstanceType } from '../src/api/types.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import type { KubeObject } from '../src/kube/object.ts';
@@ -21,7 +22,7 @@ import { preparedImageStore } from './nodes/image-store.ts';
 import { KernelSettings } from './nodes/kernel-settings.ts';
 import type { LocalNode } from './nodes/node.ts';
 import { LocalRegistry } from './registry.ts';
-import { helmBinary, kubeBinary, projectRoot } from './toolchain.ts';
+import { helmBinary, kubeBinary } from './toolchain.ts';
 
 export const operatorNamespace = 'gpustack-system';
 export const localInstanceType = 'local-gpu';

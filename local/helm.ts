@@ -3,7 +3,8 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { helmBinary, projectRoot } from './toolchain.ts';
+import { projectRoot } from '../images/toolchain.ts';
+import { helmBinary } from './toolchain.ts';
 
 export const chartDir = join(projectRoot, 'charts', 'kvpool');
 

@@ -7,7 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parse } from 'yaml';
-import { helmBinary, projectRoot } from '../local/toolchain.ts';
+import { projectRoot } from '../images/toolchain.ts';
+import { helmBinary } from '../local/toolchain.ts';
 import { renderApiReference } from '../src/cli/api-reference.ts';
 import {
   chartCrdFiles,

@@ -5,8 +5,8 @@
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { globSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { cacheDir } from '../images/toolchain.ts';
 import { abandonedTraces, sweepAbandoned } from '../local/nodes/host-network.ts';
-import { cacheDir } from '../local/toolchain.ts';
 
 const suites = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'];
 /**

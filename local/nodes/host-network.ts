@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { processAlive, tryLock } from '../file-lock.ts';
+import { processAlive, tryLock } from '../../images/file-lock.ts';
 import { type ClusterAddressing, clusterAddressing, maxSlots } from './addressing.ts';
 import { processesIn, removeCgroup } from './cgroups.ts';
 

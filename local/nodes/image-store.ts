@@ -7,10 +7,11 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { withLock } from '../../images/file-lock.ts';
+import { cacheDir, toolchainValue } from '../../images/toolchain.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
-import { withLock } from '../file-lock.ts';
 import { startProcess } from '../processes.ts';
-import { cacheDir, nodeBinary, toolchainValue } from '../toolchain.ts';
+import { nodeBinary } from '../toolchain.ts';
 
 const run = promisify(execFile);
 

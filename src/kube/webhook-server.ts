@@ -4,11 +4,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { UserInfo } from 'kubernetes-types/authentication/v1.js';
-import { formatQuantity } from '../api/readable-quantity.ts';
 import { closeServer, listen } from './listen.ts';
 import { log } from './log.ts';
 import { webhookInFlight, webhookLatency, webhookRequests } from './metrics.ts';
 import type { KubeObject } from './object.ts';
+import { formatQuantity } from './readable-quantity.ts';
 
 /** admission.k8s.io/v1 AdmissionRequest (kubernetes-types serves no admission group). */
 export interface AdmissionRequest<T = KubeObject> {

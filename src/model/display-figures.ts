@@ -1,6 +1,6 @@
 // status.display: the byte figures of a status rounded for people (the printer columns), derived from
 // the exact figures in the same status so the two never disagree. Pure.
-import { formatQuantity } from '../api/readable-quantity.ts';
+import { formatQuantity } from '../kube/readable-quantity.ts';
 import { parseQuantityBytes } from './quantity.ts';
 
 type Status = Record<string, unknown>;

@@ -2,7 +2,7 @@
 // tenant-quota ledger. Each read has its own timeout; redirects are never followed; bodies are capped.
 
 import { request } from 'undici';
-import { formatQuantity } from '../api/readable-quantity.ts';
+import { formatQuantity } from '../kube/readable-quantity.ts';
 
 export const adminTimeoutMs = 5000;
 const maxBodyBytes = 8 << 20;

@@ -1,6 +1,6 @@
 // One observation of a master: /health, then /metrics, then /get_segments_detail, each read once.
 // Every figure is kept as read; a figure the store did not report stays absent, never zero.
-import { formatQuantity } from '../api/readable-quantity.ts';
+import { formatQuantity } from '../kube/readable-quantity.ts';
 import { failure, StoreAdminClient, StoreUnreachable } from './admin-client.ts';
 import { type Families, gaugeBytes, parsePrometheusText } from './prometheus.ts';
 

@@ -3,8 +3,8 @@
 
 import type { ReasonOf } from '../api/condition-table.ts';
 import { PoolReason, type poolConditions } from '../api/kvcache-pool-conditions.ts';
-import { formatQuantity } from '../api/readable-quantity.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
+import { formatQuantity } from '../kube/readable-quantity.ts';
 import type { ClaimVerdict } from '../model/domain-claims.ts';
 import { domainOf } from '../model/domains.ts';
 import { parseQuantityBytes } from '../model/quantity.ts';

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { operatorImage, storeImage } from '../../images/recipes.ts';
-import { projectRoot } from '../../local/toolchain.ts';
+import { projectRoot } from '../../images/toolchain.ts';
 import { fencedBlocks } from '../support/doc-blocks.ts';
 import { type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
 

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { request } from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import { freePort } from '../../local/ports.ts';
-import { formatQuantity } from '../../src/api/readable-quantity.ts';
 import { createCertificateAuthority, loadCertificateAuthority } from '../../src/kube/pki.ts';
+import { formatQuantity } from '../../src/kube/readable-quantity.ts';
 import { allow, WebhookServer } from '../../src/kube/webhook-server.ts';
 
 const limit = 64 << 10;

@@ -2,7 +2,7 @@
 // dashboard's variables set to All (Grafana's allValue, `.*`).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { projectRoot } from '../../local/toolchain.ts';
+import { projectRoot } from '../../images/toolchain.ts';
 
 interface Panel {
   type: string;

@@ -3,8 +3,9 @@
 // PATH, as the engine stand-in image runs it; then /health, /v1/completions and /metrics.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { projectRoot } from '../../images/toolchain.ts';
 import { type Exit, type ManagedProcess, startProcess } from '../../local/processes.ts';
-import { mooncakeVenv, projectRoot } from '../../local/toolchain.ts';
+import { mooncakeVenv } from '../../local/toolchain.ts';
 import { type Families, parsePrometheusText } from '../../src/store/prometheus.ts';
 import { WaitAborted, waitFor } from './wait.ts';
 

@@ -1,7 +1,7 @@
 // Runs `kvpool operator` as a real child process against the shared control plane.
 import { join } from 'node:path';
+import { projectRoot } from '../../images/toolchain.ts';
 import { type ManagedProcess, startProcess } from '../../local/processes.ts';
-import { projectRoot } from '../../local/toolchain.ts';
 
 export function startOperatorProcess(
   kubeconfig: string,

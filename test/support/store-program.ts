@@ -2,9 +2,10 @@
 // the real Mooncake binaries, each "Pod" on its own loopback address, as the store image would run it.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { projectRoot } from '../../images/toolchain.ts';
 import { freePort } from '../../local/ports.ts';
 import { type ManagedProcess, startProcess } from '../../local/processes.ts';
-import { mooncakeVenv, projectRoot } from '../../local/toolchain.ts';
+import { mooncakeVenv } from '../../local/toolchain.ts';
 import { testKubeconfig } from './cluster.ts';
 
 const program = join(projectRoot, 'src', 'cli', 'kvpool-store.ts');

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { projectRoot } from '../../local/toolchain.ts';
+import { projectRoot } from '../../images/toolchain.ts';
 import { renderAllCrds } from '../../src/api/crd.ts';
 import { storeImageExample } from '../../src/api/setting.ts';
 import { renderApiReference } from '../../src/cli/api-reference.ts';

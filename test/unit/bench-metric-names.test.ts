@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { it } from 'node:test';
-import { projectRoot } from '../../local/toolchain.ts';
+import { projectRoot } from '../../images/toolchain.ts';
 import { fullRegistry } from './metric-modules.ts';
 
 /** The families the operator exports under: kvpool's, controller-runtime's, client-go's, prom-client's. */

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { projectRoot } from '../../local/toolchain.ts';
+import { projectRoot } from '../../images/toolchain.ts';
 import { conditionOf, conditionTables } from '../../src/api/conditions.ts';
 import { PoolReason, poolConditions } from '../../src/api/kvcache-pool-conditions.ts';
 import { deciderOf } from '../../src/model/conditions.ts';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { projectRoot } from '../../local/toolchain.ts';
+import { projectRoot } from '../../images/toolchain.ts';
 
 const readme = readFileSync(join(projectRoot, 'README.md'), 'utf8');
 const contributing = readFileSync(join(projectRoot, 'docs', 'contributing.md'), 'utf8');

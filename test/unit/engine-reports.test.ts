@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { projectRoot } from '../../local/toolchain.ts';
+import { projectRoot } from '../../images/toolchain.ts';
 import { parsePrometheusText } from '../../src/store/prometheus.ts';
 import { replicaReportOf, sumReports } from '../../src/store/replica-reports.ts';
 

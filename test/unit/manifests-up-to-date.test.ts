@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { projectRoot } from '../../local/toolchain.ts';
+import { projectRoot } from '../../images/toolchain.ts';
 import { generatedSourceFiles, renderInstallFiles } from '../../scripts/manifests.ts';
 
 const fix = 'run `npm run manifests` after a schema, hook or chart change';

@@ -1,7 +1,7 @@
 // Loads every module under src/ that registers a metric, so the operator's registry holds all of them.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { projectRoot } from '../../local/toolchain.ts';
+import { projectRoot } from '../../images/toolchain.ts';
 import { registry } from '../../src/kube/metrics.ts';
 
 function metricModules(dir: string): string[] {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import { parse } from 'yaml';
-import { projectRoot, toolchainValue } from '../../local/toolchain.ts';
+import { projectRoot, toolchainValue } from '../../images/toolchain.ts';
 import { settingDefaults } from '../../src/api/setting.ts';
 import type { InstanceType, KVCacheBackend, ModelDeployment } from '../../src/api/types.ts';
 import { clientLine, storeLine } from '../../src/cli/plugin/version-lines.ts';

@@ -2,7 +2,7 @@
 // rounded to one written decimal, so a rounded figure never passes for an exact one.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatQuantity } from '../../src/api/readable-quantity.ts';
+import { formatQuantity } from '../../src/kube/readable-quantity.ts';
 import { withDisplayFigures } from '../../src/model/display-figures.ts';
 
 describe('formatQuantity', () => {

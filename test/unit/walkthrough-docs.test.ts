@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { projectRoot } from '../../local/toolchain.ts';
+import { projectRoot } from '../../images/toolchain.ts';
 
 const dir = join(projectRoot, 'examples', 'walkthrough');
 const walkthrough = readFileSync(join(projectRoot, 'docs', 'walkthrough.md'), 'utf8');

@@ -3,7 +3,7 @@
 // writes what this returns.
 import { RolloutCompleteReason as Rollout } from '../../api/kvcache-backend.ts';
 import { backendConditions } from '../../api/kvcache-backend-conditions.ts';
-import { formatQuantity } from '../../api/readable-quantity.ts';
+import { formatQuantity } from '../../kube/readable-quantity.ts';
 import { childConflictMessage } from '../../model/child-ownership.ts';
 import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
 import { formatBinarySI } from '../../model/quantity.ts';

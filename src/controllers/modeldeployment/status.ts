@@ -5,8 +5,8 @@ import {
   ReplicasUpToDateReason as Rollout,
 } from '../../api/model-deployment.ts';
 import { modelDeploymentConditions } from '../../api/model-deployment-conditions.ts';
-import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { ModelDeployment } from '../../api/types.ts';
+import { formatQuantity } from '../../kube/readable-quantity.ts';
 import { type ChildConflict, childConflictMessage } from '../../model/child-ownership.ts';
 import { type ConditionStatus, type DecidedCondition, deciderOf } from '../../model/conditions.ts';
 import { poolPrefixOf } from '../../model/pool-prefix.ts';

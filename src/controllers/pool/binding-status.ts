@@ -5,9 +5,9 @@ import type { KVCachePoolBindingStatus } from '../../api/kvcache-pool-binding.ts
 import { BindingReleasableReason, purgeOnDeleteAnnotation } from '../../api/kvcache-pool-binding.ts';
 import { bindingConditions } from '../../api/kvcache-pool-binding-conditions.ts';
 import type { PoolPrefix } from '../../api/pool-prefix.ts';
-import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePoolBinding } from '../../api/types.ts';
+import { formatQuantity } from '../../kube/readable-quantity.ts';
 import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
 import { domainOf } from '../../model/domains.ts';
 import type { LedgerFailure } from '../../store/tenant-ledger.ts';

@@ -1,8 +1,9 @@
 // Whether removing one domain's objects from a store stays within that domain (decision 32). Pure.
 // The master's per-tenant removal (0.3.13) asks every member holding a disk-tier copy of one of the
 // tenant's objects to empty its whole tier directory, other tenants' files included.
-import { formatQuantity } from '../../api/readable-quantity.ts';
+
 import type { KVCacheBackend } from '../../api/types.ts';
+import { formatQuantity } from '../../kube/readable-quantity.ts';
 import { anyDiskTier } from '../../model/backend-spec.ts';
 import { type Families, gaugeBytes } from '../../store/prometheus.ts';
 

@@ -3,9 +3,9 @@
 import type { ReasonOf } from '../../api/condition-table.ts';
 import type { KVCachePoolStatus } from '../../api/kvcache-pool.ts';
 import { PoolReason, poolConditions } from '../../api/kvcache-pool-conditions.ts';
-import { formatQuantity } from '../../api/readable-quantity.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
+import { formatQuantity } from '../../kube/readable-quantity.ts';
 import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
 import { domainOf } from '../../model/domains.ts';
 import { formatBinarySI, parseQuantityBytes } from '../../model/quantity.ts';
