@@ -1,14 +1,6 @@
 // Byte counts as people write them, for messages, Events and printer columns. Status fields that
 // scripts read keep the exact count; this is only ever the text a person reads.
-
-const units: Array<[string, bigint]> = [
-  ['Ei', 1n << 60n],
-  ['Pi', 1n << 50n],
-  ['Ti', 1n << 40n],
-  ['Gi', 1n << 30n],
-  ['Mi', 1n << 20n],
-  ['Ki', 1n << 10n],
-];
+import { binaryUnits } from './binary-units.ts';
 
 /**
  * `8Gi` when a power-of-1024 unit divides the count exactly; otherwise the largest unit it reaches,
@@ -18,15 +10,15 @@ const units: Array<[string, bigint]> = [
 export function formatQuantity(bytes: bigint | number): string {
   const n = typeof bytes === 'bigint' ? bytes : BigInt(Math.trunc(bytes));
   if (n < 0n) return `-${formatQuantity(-n)}`;
-  for (const [suffix, unit] of units) {
+  for (const [suffix, unit] of binaryUnits) {
     if (n >= unit && n % unit === 0n) return `${n / unit}${suffix}`;
   }
-  for (let i = 0; i < units.length; i++) {
-    const [suffix, unit] = units[i]!;
+  for (let i = 0; i < binaryUnits.length; i++) {
+    const [suffix, unit] = binaryUnits[i]!;
     if (n < unit) continue;
     const tenths = (n * 10n + unit / 2n) / unit;
     // 1023.96Ki rounds to 1024.0Ki: say 1.0Mi instead.
-    if (tenths >= 10240n && i > 0) return `1.0${units[i - 1]![0]}`;
+    if (tenths >= 10240n && i > 0) return `1.0${binaryUnits[i - 1]![0]}`;
     return `${tenths / 10n}.${tenths % 10n}${suffix}`;
   }
   return n.toString();

@@ -1,8 +1,12 @@
 // Kubernetes quantities as whole bytes. BigInt keeps values up to 2^63-1 exact (a number stops at 2^53).
+import { binaryUnits } from '../kube/binary-units.ts';
 
-const quantityGrammar = /^([+-])?(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$/;
+const binarySuffixes = binaryUnits.map(([suffix]) => suffix).join('|');
+const quantityGrammar = new RegExp(
+  `^([+-])?(\\d+(?:\\.\\d*)?|\\.\\d+)(${binarySuffixes}|[numkMGTPE]|[eE][+-]?\\d+)?$`,
+);
 
-const binaryPowers: Record<string, number> = { Ki: 1, Mi: 2, Gi: 3, Ti: 4, Pi: 5, Ei: 6 };
+const binaryUnitBytes = new Map(binaryUnits);
 const decimalExponents: Record<string, number> = {
   n: -9,
   u: -6,
@@ -18,8 +22,8 @@ const decimalExponents: Record<string, number> = {
 /** The scale a suffix applies, as a fraction numerator/denominator. */
 function suffixScale(suffix: string): { num: bigint; den: bigint } {
   if (suffix === '') return { num: 1n, den: 1n };
-  const power = binaryPowers[suffix];
-  if (power !== undefined) return { num: 1n << BigInt(10 * power), den: 1n };
+  const bytes = binaryUnitBytes.get(suffix);
+  if (bytes !== undefined) return { num: bytes, den: 1n };
   const exponent = decimalExponents[suffix] ?? Number(suffix.slice(1));
   return exponent >= 0
     ? { num: 10n ** BigInt(exponent), den: 1n }
@@ -53,19 +57,10 @@ export function parseQuantityBytes(q: string | number): bigint {
   return ceilDiv(num, den);
 }
 
-const binarySuffixes: Array<[string, bigint]> = [
-  ['Ei', 1n << 60n],
-  ['Pi', 1n << 50n],
-  ['Ti', 1n << 40n],
-  ['Gi', 1n << 30n],
-  ['Mi', 1n << 20n],
-  ['Ki', 1n << 10n],
-];
-
 /** The BinarySI form of a byte count: the largest power-of-1024 suffix that divides it, else plain bytes. */
 export function formatBinarySI(bytes: bigint): string {
   if (bytes === 0n) return '0';
-  for (const [suffix, unit] of binarySuffixes) {
+  for (const [suffix, unit] of binaryUnits) {
     if (bytes % unit === 0n) return `${bytes / unit}${suffix}`;
   }
   return bytes.toString();

@@ -1,6 +1,7 @@
 // Quantities as the apiserver reads them: sizes a user writes must land as the exact byte counts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { formatQuantity } from '../../src/kube/readable-quantity.ts';
 import { formatBinarySI, parseQuantityBytes } from '../../src/model/quantity.ts';
 
 describe('parseQuantityBytes', () => {
@@ -42,5 +43,17 @@ describe('formatBinarySI', () => {
   it('writes plain bytes when no suffix divides', () => {
     assert.equal(formatBinarySI(1000000000n), '1000000000');
     assert.equal(formatBinarySI(1023n), '1023');
+  });
+});
+
+describe('the binary suffixes', () => {
+  it('read and write alike, from Ki to Ei, for parsing, BinarySI and readable figures', () => {
+    const suffixes = ['Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei'];
+    for (const [i, suffix] of suffixes.entries()) {
+      const bytes = 3n * 1024n ** BigInt(i + 1);
+      assert.equal(parseQuantityBytes(`3${suffix}`), bytes, suffix);
+      assert.equal(formatBinarySI(bytes), `3${suffix}`, suffix);
+      assert.equal(formatQuantity(bytes), `3${suffix}`, suffix);
+    }
   });
 });
