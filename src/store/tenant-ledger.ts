@@ -1,6 +1,7 @@
 // The master's tenant-quota ledger through its admin API (/api/v1/tenant_quotas): list, set a
 // tenant's requested bytes, delete a tenant; and remove one tenant's objects (/api/v1/remove_all).
 // Failures are classified the way pool conditions name them.
+import { PoolReason } from '../api/kvcache-pool-conditions.ts';
 import {
   type AdminRequestOptions,
   adminTimeoutMs,
@@ -22,10 +23,10 @@ export interface LedgerEntry {
 
 /** Why a ledger request failed, in the pool's reason vocabulary. */
 export type LedgerFailure =
-  | { kind: 'MultiTenancyDisabled'; message: string }
-  | { kind: 'QuotaPolicyNotWritable'; message: string }
+  | { kind: typeof PoolReason.MultiTenancyDisabled; message: string }
+  | { kind: typeof PoolReason.QuotaPolicyNotWritable; message: string }
   | { kind: 'TenantNotEmpty'; message: string }
-  | { kind: 'LedgerUnreachable'; message: string };
+  | { kind: typeof PoolReason.LedgerUnreachable; message: string };
 
 /** Mooncake error codes the operator reads (mooncake-store types). */
 const unavailableInCurrentMode = -1011;
@@ -44,7 +45,7 @@ export function classifyLedgerError(err: unknown): LedgerFailure {
   if (err instanceof StoreRequestFailed) {
     if (err.errorCode === unavailableInCurrentMode && err.status === 409) {
       return {
-        kind: 'MultiTenancyDisabled',
+        kind: PoolReason.MultiTenancyDisabled,
         message: 'the master runs without multi-tenancy (UNAVAILABLE_IN_CURRENT_MODE)',
       };
     }
@@ -55,14 +56,14 @@ export function classifyLedgerError(err: unknown): LedgerFailure {
       };
     if (/persist|write|save|policy/i.test(err.errorMessage ?? '')) {
       return {
-        kind: 'QuotaPolicyNotWritable',
+        kind: PoolReason.QuotaPolicyNotWritable,
         message: `the master could not persist its tenant policy: ${err.message}`,
       };
     }
-    return { kind: 'LedgerUnreachable', message: err.message };
+    return { kind: PoolReason.LedgerUnreachable, message: err.message };
   }
-  if (err instanceof StoreUnreachable) return { kind: 'LedgerUnreachable', message: err.message };
-  return { kind: 'LedgerUnreachable', message: err instanceof Error ? err.message : String(err) };
+  if (err instanceof StoreUnreachable) return { kind: PoolReason.LedgerUnreachable, message: err.message };
+  return { kind: PoolReason.LedgerUnreachable, message: err instanceof Error ? err.message : String(err) };
 }
 
 interface WireEntry {
@@ -146,7 +147,7 @@ export class TenantLedger {
   async purge(tenant: string): Promise<number> {
     if (!tenant || encodeURIComponent(tenant) !== tenant)
       throw new LedgerError({
-        kind: 'LedgerUnreachable',
+        kind: PoolReason.LedgerUnreachable,
         message: `refusing to remove the objects of tenant "${tenant}": not a plain tenant name`,
       });
     const path = `/api/v1/remove_all?tenant_id=${tenant}`;

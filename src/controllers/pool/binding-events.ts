@@ -1,5 +1,7 @@
 // The Events a pool pass records on a deleted Binding: its domain's objects purged, or its release held.
+
 import { BindingReleasableReason } from '../../api/kvcache-pool-binding.ts';
+import { BindingCondition } from '../../api/kvcache-pool-binding-conditions.ts';
 import type { KVCachePoolBinding } from '../../api/types.ts';
 import type { EventRecorder } from '../../kube/events.ts';
 import { domainOf } from '../../model/domains.ts';
@@ -23,8 +25,8 @@ export async function notePurge(
 /** One Warning event when a deleted Binding is first kept for the data its domain holds. */
 export async function noteNotReleased(events: EventRecorder, b: KVCachePoolBinding, d: Decision<unknown>) {
   const R = BindingReleasableReason;
-  const now = d.conditions.find((c) => c.type === 'Releasable');
-  const was = b.status?.conditions?.find((c) => c.type === 'Releasable')?.reason;
+  const now = d.conditions.find((c) => c.type === BindingCondition.Releasable);
+  const was = b.status?.conditions?.find((c) => c.type === BindingCondition.Releasable)?.reason;
   if (!now || was === now.reason) return;
   if (now.reason !== R.LedgerNotReleased && now.reason !== R.PurgeUnsafeWithDiskTier) return;
   await events.record(b, 'Warning', 'KVCacheBindingNotReleased', now.message);

@@ -3,7 +3,11 @@
 
 import type { KVCachePoolBindingStatus } from '../../api/kvcache-pool-binding.ts';
 import { BindingReleasableReason, purgeOnDeleteAnnotation } from '../../api/kvcache-pool-binding.ts';
-import { bindingConditions } from '../../api/kvcache-pool-binding-conditions.ts';
+import {
+  BindingCondition,
+  BindingReason,
+  bindingConditions,
+} from '../../api/kvcache-pool-binding-conditions.ts';
 import type { PoolPrefix } from '../../api/pool-prefix.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePoolBinding } from '../../api/types.ts';
@@ -80,16 +84,16 @@ export function decideBinding(
   conditions.push(
     foreign
       ? decided(
-          'DomainExclusive',
+          BindingCondition.DomainExclusive,
           'False',
-          'TenantExistsOnMaster',
+          BindingReason.TenantExistsOnMaster,
           `the master already holds tenant ${domain}, which kvpool did not register: it is left untouched (not written, not deleted with this Binding) and this Binding grants nothing; use another domain.name (create a new Binding), or remove the tenant from the master if nobody uses it`,
         )
       : rivals?.length
         ? decided(
-            'DomainExclusive',
+            BindingCondition.DomainExclusive,
             'False',
-            'DomainClaimedByMultipleBindings',
+            BindingReason.DomainClaimedByMultipleBindings,
             contestedMessage(
               b,
               domain,
@@ -97,9 +101,9 @@ export function decideBinding(
             ),
           )
         : decided(
-            'DomainExclusive',
+            BindingCondition.DomainExclusive,
             'True',
-            'Exclusive',
+            BindingReason.Exclusive,
             `domain ${domain} belongs to this Binding alone on its master`,
           ),
   );
@@ -107,38 +111,48 @@ export function decideBinding(
   if (foreign) {
     // The tenant's figures are someone else's: none are published here.
     conditions.push(
-      decided('QuotaObserved', 'True', 'TenantExistsOnMaster', `tenant ${domain} is not this Binding's`),
-      decided('QuotaGranted', 'False', 'TenantExistsOnMaster', `tenant ${domain} is not this Binding's`),
+      decided(
+        BindingCondition.QuotaObserved,
+        'True',
+        BindingReason.TenantExistsOnMaster,
+        `tenant ${domain} is not this Binding's`,
+      ),
+      decided(
+        BindingCondition.QuotaGranted,
+        'False',
+        BindingReason.TenantExistsOnMaster,
+        `tenant ${domain} is not this Binding's`,
+      ),
     );
   } else if (m.ledgerOff) {
     conditions.push(
       decided(
-        'QuotaObserved',
+        BindingCondition.QuotaObserved,
         'True',
-        'Observed',
+        BindingReason.Observed,
         'the master holds no tenant ledger: there are no per-domain figures',
       ),
     );
     conditions.push(
       decided(
-        'QuotaGranted',
+        BindingCondition.QuotaGranted,
         'True',
-        'Unenforced',
+        BindingReason.Unenforced,
         'the master runs without multi-tenancy: the ceiling is not enforced and every write lands in the default tenant',
       ),
     );
   } else if (m.unresolved || !m.figures) {
     const why = m.unresolved?.message ?? m.ledgerFailure?.message ?? 'the master was not scraped';
-    conditions.push(decided('QuotaObserved', 'False', 'MasterNotScraped', why));
+    conditions.push(decided(BindingCondition.QuotaObserved, 'False', BindingReason.MasterNotScraped, why));
     figures = keepPrevious(b);
   } else {
     const f = m.figures.get(domain);
     if (!f) {
       conditions.push(
         decided(
-          'QuotaObserved',
+          BindingCondition.QuotaObserved,
           'True',
-          'TenantNotInLedger',
+          BindingReason.TenantNotInLedger,
           `the master has no entry for domain ${domain} yet`,
         ),
       );
@@ -146,9 +160,9 @@ export function decideBinding(
         writeFailure(b, domain, m) ??
           ceilingAboveTotal(b, plan) ??
           decided(
-            'QuotaGranted',
+            BindingCondition.QuotaGranted,
             'False',
-            'NoLedgerEntry',
+            BindingReason.NoLedgerEntry,
             `domain ${domain} is not in the master’s ledger yet`,
           ),
       );
@@ -160,9 +174,9 @@ export function decideBinding(
           : '';
       conditions.push(
         decided(
-          'QuotaObserved',
+          BindingCondition.QuotaObserved,
           'True',
-          'Observed',
+          BindingReason.Observed,
           `the master grants ${readable(f.effectiveBytes) ?? 'no figure'} of the ${readable(f.requestedBytes) ?? '?'} requested; ${readable(f.usageBytes) ?? 'no figure'} in use${inflight}${noPolicy}`,
         ),
       );
@@ -185,10 +199,10 @@ export function decideBinding(
     conditions.push(r);
     phase = { phase: 'Deleting', phaseMessage: r.message };
   } else {
-    const observed = conditions.find((x) => x.type === 'QuotaObserved');
+    const observed = conditions.find((x) => x.type === BindingCondition.QuotaObserved);
     phase = phaseOf(
       conditions,
-      ['DomainExclusive', 'QuotaObserved', 'QuotaGranted'],
+      [BindingCondition.DomainExclusive, BindingCondition.QuotaObserved, BindingCondition.QuotaGranted],
       () => false,
       observed?.message ?? '',
     );
@@ -205,9 +219,9 @@ function ceilingAboveTotal(b: KVCachePoolBinding, plan: LedgerPlan): DecidedCond
   const over = plan.overTotal.get(domainOf(b));
   if (over?.binding !== b) return undefined;
   return decided(
-    'QuotaGranted',
+    BindingCondition.QuotaGranted,
     'False',
-    'CeilingAboveTotal',
+    BindingReason.CeilingAboveTotal,
     `spec.quota.ceiling ${formatQuantity(over.bytes)} is more than pool ${over.pool}’s quota.total of ${formatQuantity(over.total)}, so it is not written to the master; lower the ceiling or raise the pool’s total`,
   );
 }
@@ -217,9 +231,9 @@ function writeFailure(b: KVCachePoolBinding, domain: string, m: MasterReport): D
   const failure = m.putFailures?.get(domain);
   if (!failure) return undefined;
   return decided(
-    'QuotaGranted',
+    BindingCondition.QuotaGranted,
     'False',
-    'LedgerRequestFailed',
+    BindingReason.LedgerRequestFailed,
     `writing domain ${domain}'s ceiling (${b.spec.quota.ceiling}) to the master failed: ${failure.message}; retrying`,
   );
 }
@@ -227,24 +241,24 @@ function writeFailure(b: KVCachePoolBinding, domain: string, m: MasterReport): D
 function grantCondition(domain: string, f: TenantFigures): DecidedCondition {
   if (f.effectiveBytes === undefined)
     return decided(
-      'QuotaGranted',
+      BindingCondition.QuotaGranted,
       'False',
-      'GrantNotExported',
+      BindingReason.GrantNotExported,
       `the master exports no effective quota for domain ${domain}`,
     );
   if (f.effectiveBytes <= 0n) {
     return decided(
-      'QuotaGranted',
+      BindingCondition.QuotaGranted,
       'False',
-      'ZeroGranted',
+      BindingReason.ZeroGranted,
       `the master grants domain ${domain} nothing: read the pool’s CapacityAllocatable (members may not have mounted yet), or a proportional recut left this domain no share`,
     );
   }
   const cut = f.requestedBytes !== undefined && f.effectiveBytes < f.requestedBytes;
   return decided(
-    'QuotaGranted',
+    BindingCondition.QuotaGranted,
     'True',
-    'Granted',
+    BindingReason.Granted,
     cut
       ? `the master grants domain ${domain} ${readable(f.effectiveBytes)} of its ${readable(f.requestedBytes)} ceiling: the ceilings of all Bindings on the master sum past what it can allocate, so it cuts each in proportion (the pool's QuotaWithinTotal gives both figures); lower ceilings or give the store more member memory for the full ceiling`
       : `the master grants domain ${domain} ${readable(f.effectiveBytes)}`,
@@ -261,7 +275,7 @@ function bindingReleasable(
   const R = BindingReleasableReason;
   if (usedBy.length) {
     return decided(
-      'Releasable',
+      BindingCondition.Releasable,
       'False',
       R.HeldByWorkloads,
       `workloads still use this Binding: ${nameList(usedBy.map((u) => `${u.kind}/${u.name}`))}; delete them first`,
@@ -270,12 +284,12 @@ function bindingReleasable(
   if (failure?.kind === 'TenantNotEmpty') return holdsData(b, held);
   if (failure)
     return decided(
-      'Releasable',
+      BindingCondition.Releasable,
       'False',
       R.LedgerRequestFailed,
       `removing domain ${domain} from the ledger failed: ${failure.message}; retrying`,
     );
-  return decided('Releasable', 'True', R.Released, 'nothing holds this Binding');
+  return decided(BindingCondition.Releasable, 'True', R.Released, 'nothing holds this Binding');
 }
 
 /** A deleted Binding whose domain the master keeps because it holds data: why, and the way out. */
@@ -295,14 +309,14 @@ function holdsData(
         : `domain ${domain} holds objects the master charges no memory for (copies on a disk tier)`;
   if (drain?.refusedBy)
     return decided(
-      'Releasable',
+      BindingCondition.Releasable,
       'False',
       R.PurgeUnsafeWithDiskTier,
       `${subject} is not purged: backend ${drain.backend} has a disk tier (${drain.refusedBy}), and the master's per-domain removal empties the whole tier directory of every member holding one of the domain's files, other domains' files included; ${held}. To finish the deletion without purging, remove the finalizer: kubectl patch kvcachepoolbinding ${name} -n ${namespace} --type=merge -p '{"metadata":{"finalizers":null}}' (the objects and the ledger entry stay on the master; kvpool drops the entry once the domain is empty)`,
     );
   if (plan.purges.has(domain))
     return decided(
-      'Releasable',
+      BindingCondition.Releasable,
       'False',
       R.Purging,
       `${subject} is being purged (${purgeOnDeleteAnnotation}): the master removed ${drain?.purged ?? 0} objects this pass, and ${held}: objects read within their lease (the master's default_kv_lease_ttl) or still being written are removed once it ends; retrying`,
@@ -311,13 +325,13 @@ function holdsData(
     "the master refuses to drop a domain that holds data, and deleting the Binding drops this domain's cached KV: recomputable, but its engines pay the prefill again";
   if (asksPurge(b))
     return decided(
-      'Releasable',
+      BindingCondition.Releasable,
       'False',
       R.LedgerNotReleased,
       `${subject} is not released: ${held}; ${rule}. The purge it asks for waits until every Binding of domain ${domain} being deleted carries ${purgeOnDeleteAnnotation}=true`,
     );
   return decided(
-    'Releasable',
+    BindingCondition.Releasable,
     'False',
     R.LedgerNotReleased,
     `${subject} is not released: ${held}; ${rule}. To remove that data and finish the deletion: kubectl annotate kvcachepoolbinding ${name} -n ${namespace} ${purgeOnDeleteAnnotation}=true`,

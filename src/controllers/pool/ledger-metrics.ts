@@ -1,5 +1,6 @@
 // How long each ledger pass takes and which ones fail, per backend (one pass per master).
 import { Counter, Histogram } from 'prom-client';
+import { PoolReason } from '../../api/kvcache-pool-conditions.ts';
 import { registry } from '../../kube/metrics.ts';
 import type { LedgerOutcome } from './ledger.ts';
 
@@ -36,7 +37,12 @@ export function stageClock(backend: string): (stage: string) => void {
   };
 }
 
-const knownReasons = ['LedgerUnreachable', 'QuotaPolicyNotWritable', 'TenantNotEmpty', 'Error'];
+const knownReasons = [
+  PoolReason.LedgerUnreachable,
+  PoolReason.QuotaPolicyNotWritable,
+  'TenantNotEmpty',
+  'Error',
+];
 
 /** Why a pass did not converge, or undefined when it did. Pure. */
 export function ledgerPassFailure(outcome: LedgerOutcome): string | undefined {

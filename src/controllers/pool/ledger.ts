@@ -4,6 +4,7 @@
 // and the delete tried again. A tenant enters the registry before it is first written, and leaves it
 // once it is gone from the master.
 
+import { PoolReason } from '../../api/kvcache-pool-conditions.ts';
 import { eachWrite } from '../../context/apply.ts';
 import {
   type LedgerEntry,
@@ -71,7 +72,7 @@ export async function executeLedger(
     entries = await ledger.list();
   } catch (err) {
     const failure = (err as LedgerError).failure;
-    if (failure.kind === 'MultiTenancyDisabled') outcome.ledgerOff = true;
+    if (failure.kind === PoolReason.MultiTenancyDisabled) outcome.ledgerOff = true;
     else outcome.failure = failure;
     return outcome;
   }
@@ -96,9 +97,9 @@ export async function executeLedger(
       outcome.wrote = true;
     } catch (err) {
       const failure = (err as LedgerError).failure;
-      if (failure.kind === 'MultiTenancyDisabled') outcome.ledgerOff = true;
+      if (failure.kind === PoolReason.MultiTenancyDisabled) outcome.ledgerOff = true;
       else outcome.putFailures.set(tenant, failure);
-      if (failure.kind === 'QuotaPolicyNotWritable') outcome.failure = failure;
+      if (failure.kind === PoolReason.QuotaPolicyNotWritable) outcome.failure = failure;
     }
   };
   await eachWrite(plan.puts, put, ledgerConcurrency);
@@ -140,7 +141,7 @@ export async function executeLedger(
     if (!failure) return;
     outcome.deleteFailures.set(tenant, failure);
     if (failure.kind === 'TenantNotEmpty') outcome.retained.add(tenant);
-    else if (failure.kind === 'QuotaPolicyNotWritable') outcome.failure = failure;
+    else if (failure.kind === PoolReason.QuotaPolicyNotWritable) outcome.failure = failure;
   };
   await eachWrite(plan.deletes, remove, ledgerConcurrency);
   // A registered tenant the master no longer holds, and no Binding wants, is forgotten.
@@ -158,5 +159,5 @@ export async function executeLedger(
 
 function failureOf(err: unknown): LedgerFailure {
   if (err instanceof LedgerError) return err.failure;
-  return { kind: 'LedgerUnreachable', message: err instanceof Error ? err.message : String(err) };
+  return { kind: PoolReason.LedgerUnreachable, message: err instanceof Error ? err.message : String(err) };
 }

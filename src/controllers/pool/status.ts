@@ -2,7 +2,7 @@
 // this pass, and what pool and Binding decisions share. Pure.
 import type { ReasonOf } from '../../api/condition-table.ts';
 import type { KVCachePoolStatus } from '../../api/kvcache-pool.ts';
-import { PoolReason, poolConditions } from '../../api/kvcache-pool-conditions.ts';
+import { PoolCondition, PoolReason, poolConditions } from '../../api/kvcache-pool-conditions.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import { formatQuantity } from '../../kube/readable-quantity.ts';
@@ -19,7 +19,10 @@ export interface MasterReport {
   /** Why the pool's backend does not resolve to a readable master, if so. */
   unresolved?: {
     /** ChildConflict: an object the backend does not own holds the name of its tenant registry or policy. */
-    reason: Exclude<ReasonOf<typeof poolConditions, 'BackendResolved'>, 'Resolved'>;
+    reason: Exclude<
+      ReasonOf<typeof poolConditions, typeof PoolCondition.BackendResolved>,
+      typeof PoolReason.Resolved
+    >;
     message: string;
   };
   /** The master keeps no tenant ledger (declared off, or it answered so). */
@@ -78,10 +81,17 @@ export function decidePool(
 ): Decision<StatusFields<KVCachePoolStatus>> {
   const conditions: DecidedCondition[] = [];
   if (m.unresolved)
-    conditions.push(decided('BackendResolved', 'False', m.unresolved.reason, m.unresolved.message));
+    conditions.push(
+      decided(PoolCondition.BackendResolved, 'False', m.unresolved.reason, m.unresolved.message),
+    );
   else {
     conditions.push(
-      decided('BackendResolved', 'True', 'Resolved', `backend ${pool.spec.backends[0]} serves this pool`),
+      decided(
+        PoolCondition.BackendResolved,
+        'True',
+        PoolReason.Resolved,
+        `backend ${pool.spec.backends[0]} serves this pool`,
+      ),
     );
     conditions.push(...ledgerConditions(m));
     conditions.push(capacityCondition(m));
@@ -94,15 +104,15 @@ export function decidePool(
   conditions.push(
     sum <= total
       ? decided(
-          'QuotaWithinTotal',
+          PoolCondition.QuotaWithinTotal,
           'True',
-          'WithinTotal',
+          PoolReason.WithinTotal,
           `the Bindings' ceilings sum to ${formatQuantity(sum)}, within the pool's ${formatQuantity(total)}${grants.cut ? `. ${grants.text}` : ''}`,
         )
       : decided(
-          'QuotaWithinTotal',
+          PoolCondition.QuotaWithinTotal,
           'False',
-          'Oversubscribed',
+          PoolReason.Oversubscribed,
           `the Bindings' ceilings sum to ${formatQuantity(sum)}, past the pool's quota.total of ${formatQuantity(total)}. ${grants.text}`,
         ),
   );
@@ -148,7 +158,12 @@ export function decidePool(
   } else {
     phase = phaseOf(
       conditions,
-      ['BackendResolved', 'QuotaLedgerAvailable', 'QuotaPolicyWritable', 'CapacityAllocatable'],
+      [
+        PoolCondition.BackendResolved,
+        PoolCondition.QuotaLedgerAvailable,
+        PoolCondition.QuotaPolicyWritable,
+        PoolCondition.CapacityAllocatable,
+      ],
       (d) => d.reason === PoolReason.MultiTenancyDisabled,
       'the master holds every quota this pool asked for',
     );
@@ -208,51 +223,61 @@ function ledgerConditions(m: MasterReport): DecidedCondition[] {
     const msg =
       'the master holds no tenant ledger: no per-tenant quota is in force and this pool serves exactly one reuse domain';
     return [
-      decided('QuotaLedgerAvailable', 'False', 'MultiTenancyDisabled', msg),
-      decided('QuotaPolicyWritable', 'Unknown', 'MultiTenancyDisabled', msg),
+      decided(PoolCondition.QuotaLedgerAvailable, 'False', PoolReason.MultiTenancyDisabled, msg),
+      decided(PoolCondition.QuotaPolicyWritable, 'Unknown', PoolReason.MultiTenancyDisabled, msg),
     ];
   }
   const f = m.ledgerFailure;
-  if (f?.kind === 'LedgerUnreachable') {
+  if (f?.kind === PoolReason.LedgerUnreachable) {
     return [
-      decided('QuotaLedgerAvailable', 'False', 'LedgerUnreachable', f.message),
-      decided('QuotaPolicyWritable', 'Unknown', 'LedgerUnreachable', f.message),
+      decided(PoolCondition.QuotaLedgerAvailable, 'False', PoolReason.LedgerUnreachable, f.message),
+      decided(PoolCondition.QuotaPolicyWritable, 'Unknown', PoolReason.LedgerUnreachable, f.message),
     ];
   }
   return [
-    decided('QuotaLedgerAvailable', 'True', 'Available', 'the master keeps a tenant ledger'),
-    f?.kind === 'QuotaPolicyNotWritable'
+    decided(
+      PoolCondition.QuotaLedgerAvailable,
+      'True',
+      PoolReason.Available,
+      'the master keeps a tenant ledger',
+    ),
+    f?.kind === PoolReason.QuotaPolicyNotWritable
       ? decided(
-          'QuotaPolicyWritable',
+          PoolCondition.QuotaPolicyWritable,
           'False',
-          'QuotaPolicyNotWritable',
+          PoolReason.QuotaPolicyNotWritable,
           `${f.message}: the quota is NOT in force`,
         )
-      : decided('QuotaPolicyWritable', 'True', 'Writable', 'the master persists its tenant policy'),
+      : decided(
+          PoolCondition.QuotaPolicyWritable,
+          'True',
+          PoolReason.Writable,
+          'the master persists its tenant policy',
+        ),
   ];
 }
 
 function capacityCondition(m: MasterReport): DecidedCondition {
   if (m.figures === undefined || m.allocatableBytes === undefined) {
     return decided(
-      'CapacityAllocatable',
+      PoolCondition.CapacityAllocatable,
       'False',
-      'CapacityNotObserved',
+      PoolReason.CapacityNotObserved,
       'the master’s allocatable capacity has not been read',
     );
   }
   if (m.allocatableBytes <= 0n) {
     return decided(
-      'CapacityAllocatable',
+      PoolCondition.CapacityAllocatable,
       'False',
-      'NothingToAllocate',
+      PoolReason.NothingToAllocate,
       'the master reports nothing to allocate, so every reuse domain’s effective quota is zero and no write can succeed. Its members have either not mounted their segments yet, or not finished remounting them after the master restarted',
     );
   }
   return decided(
-    'CapacityAllocatable',
+    PoolCondition.CapacityAllocatable,
     'True',
-    'Allocatable',
+    PoolReason.Allocatable,
     `the master can allocate ${readable(m.allocatableBytes)}`,
   );
 }
@@ -268,9 +293,9 @@ function poolUsage(domains: string[], m: MasterReport): string | undefined {
 function poolReleasable(live: KVCachePoolBinding[], m: MasterReport, domains: string[]): DecidedCondition {
   if (live.length) {
     return decided(
-      'Releasable',
+      PoolCondition.Releasable,
       'False',
-      'HeldByBindings',
+      PoolReason.HeldByBindings,
       `Bindings still use this pool: ${nameList(live.map((b) => `${b.metadata.namespace}/${b.metadata.name}`))}; delete them first`,
     );
   }
@@ -278,21 +303,21 @@ function poolReleasable(live: KVCachePoolBinding[], m: MasterReport, domains: st
   // Only a backend that no longer exists is owed nothing; any other unreadable master still holds entries.
   if (m.unresolved && m.unresolved.reason !== PoolReason.BackendNotFound && !m.ledgerOff) {
     return decided(
-      'Releasable',
+      PoolCondition.Releasable,
       'False',
-      'LedgerNotReleased',
+      PoolReason.LedgerNotReleased,
       `the ledger cannot be released: ${m.unresolved.message}; retrying`,
     );
   }
   if (stuck.length || m.ledgerFailure) {
     return decided(
-      'Releasable',
+      PoolCondition.Releasable,
       'False',
-      'LedgerNotReleased',
+      PoolReason.LedgerNotReleased,
       stuck.length
         ? `the master refuses to drop non-empty domains ${nameList(stuck)}; drain them`
         : `the ledger could not be released: ${m.ledgerFailure!.message}; retrying`,
     );
   }
-  return decided('Releasable', 'True', 'Released', 'nothing holds this pool');
+  return decided(PoolCondition.Releasable, 'True', PoolReason.Released, 'nothing holds this pool');
 }
