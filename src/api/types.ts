@@ -25,3 +25,9 @@ export type KVCachePoolBinding = Resource<
 export type ModelDeployment = Resource<'ModelDeployment', ModelDeploymentSpec, ModelDeploymentStatus>;
 export type InstanceType = Resource<'InstanceType', InstanceTypeSpec, InstanceTypeStatus>;
 export type Setting = Resource<'Setting', SettingSpec>;
+
+/** The kinds whose status the operator writes. */
+export type StatusWritten = KVCacheBackend | KVCachePool | KVCachePoolBinding | ModelDeployment;
+
+/** An object's status as its kind's schema declares it (the TypeBox status's Static). */
+export type StatusOf<O extends { status?: unknown }> = NonNullable<O['status']>;

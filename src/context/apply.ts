@@ -1,5 +1,6 @@
 // Writes a controller makes, each skipped when it would change nothing, so an idle pass writes nothing.
 
+import type { StatusOf, StatusWritten } from '../api/types.ts';
 import { canonicalJson, sha256Hex } from '../kube/canonical-json.ts';
 import { type KubeClient, refOf } from '../kube/client.ts';
 import type { KubeObject } from '../kube/object.ts';
@@ -88,12 +89,13 @@ export async function removeFinalizer(client: KubeClient, obj: KubeObject): Prom
  * Applies the status this controller owns (all of it) unless it already reads exactly so; its byte
  * figures also go into status.display, rounded for the printer columns.
  */
-export async function applyStatus<O extends KubeObject & { status?: object }>(
+export async function applyStatus<O extends StatusWritten>(
   client: KubeClient,
   obj: O,
-  status: NonNullable<O['status']>,
+  status: StatusOf<O>,
 ): Promise<boolean> {
-  const clean = withDisplayFigures(obj.kind, JSON.parse(JSON.stringify(status)) as Record<string, unknown>);
+  // The JSON round trip drops fields left undefined, as the API server would.
+  const clean = withDisplayFigures<O>(obj.kind, JSON.parse(JSON.stringify(status)) as StatusOf<O>);
   if (canonicalJson(obj.status ?? {}) === canonicalJson(clean)) return false;
   const { apiVersion, kind } = obj;
   const metadata = { name: obj.metadata.name, namespace: obj.metadata.namespace };

@@ -2,6 +2,12 @@
 // rounded to one written decimal, so a rounded figure never passes for an exact one.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type {
+  KVCacheBackend,
+  KVCachePool,
+  KVCachePoolBinding,
+  ModelDeployment,
+} from '../../src/api/types.ts';
 import { formatQuantity } from '../../src/kube/readable-quantity.ts';
 import { withDisplayFigures } from '../../src/model/display-figures.ts';
 
@@ -36,7 +42,7 @@ describe('formatQuantity', () => {
 describe('status.display', () => {
   it('rounds a Binding’s exact figures and leaves absent ones absent', () => {
     const status = { phase: 'Ready', effectiveQuota: '6871947674', requestedQuota: '8Gi' };
-    assert.deepEqual(withDisplayFigures('KVCachePoolBinding', status), {
+    assert.deepEqual(withDisplayFigures<KVCachePoolBinding>('KVCachePoolBinding', status), {
       ...status,
       display: { requestedQuota: '8Gi', effectiveQuota: '6.4Gi' },
     });
@@ -44,13 +50,21 @@ describe('status.display', () => {
 
   it('recomputes the display of a backend and a pool, and drops one whose figures went away', () => {
     assert.deepEqual(
-      withDisplayFigures('KVCacheBackend', { capacity: { total: '16Gi', used: '3145740' } }).display,
+      withDisplayFigures<KVCacheBackend>('KVCacheBackend', { capacity: { total: '16Gi', used: '3145740' } })
+        .display,
       { capacity: '16Gi', used: '3.0Mi' },
     );
-    assert.deepEqual(withDisplayFigures('KVCachePool', { usage: { total: '0' } }).display, { usage: '0' });
-    assert.deepEqual(withDisplayFigures('KVCachePool', { phase: 'Error', display: { usage: '1Gi' } }), {
-      phase: 'Error',
+    assert.deepEqual(withDisplayFigures<KVCachePool>('KVCachePool', { usage: { total: '0' } }).display, {
+      usage: '0',
     });
-    assert.deepEqual(withDisplayFigures('ModelDeployment', { phase: 'Ready' }), { phase: 'Ready' });
+    assert.deepEqual(
+      withDisplayFigures<KVCachePool>('KVCachePool', { phase: 'Error', display: { usage: '1Gi' } }),
+      {
+        phase: 'Error',
+      },
+    );
+    assert.deepEqual(withDisplayFigures<ModelDeployment>('ModelDeployment', { phase: 'Ready' }), {
+      phase: 'Ready',
+    });
   });
 });
