@@ -2,7 +2,7 @@
 // its Binding resolves to, or why it cannot be attached. Pure: the handler passes the objects it found.
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import { conditionOf } from '../api/conditions.ts';
-import { PoolReason } from '../api/kvcache-pool-conditions.ts';
+import { PoolCondition, PoolReason } from '../api/kvcache-pool-conditions.ts';
 import { dns1123Subdomain } from '../api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
 import { argsForwardedAnnotation } from '../inject/launch.ts';
@@ -115,7 +115,7 @@ export function connect(
   if (!ctx.pool)
     return { refusal: `KVCachePool ${b.spec.poolRef.name} of Binding ${ns}/${name} does not exist` };
   if (!ctx.backend) return { refusal: `the backend of pool ${ctx.pool.metadata.name} does not exist` };
-  const ledger = conditionOf(ctx.pool, 'QuotaLedgerAvailable');
+  const ledger = conditionOf(ctx.pool, PoolCondition.QuotaLedgerAvailable);
   if (
     !ledger ||
     ledger.status === 'Unknown' ||

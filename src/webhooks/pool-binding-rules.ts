@@ -2,7 +2,7 @@
 // §3.3). Pure: the handler passes what the caches hold.
 
 import type { ReasonOf } from '../api/condition-table.ts';
-import { PoolReason, type poolConditions } from '../api/kvcache-pool-conditions.ts';
+import { type PoolCondition, PoolReason, type poolConditions } from '../api/kvcache-pool-conditions.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
 import { formatQuantity } from '../kube/readable-quantity.ts';
 import type { ClaimVerdict } from '../model/domain-claims.ts';
@@ -36,7 +36,7 @@ export interface BindingContext {
   /** Domains other Bindings on the same backend hold (from the cache; the claim decides uniqueness). */
   otherDomains: string[];
   /** The pool's last observed QuotaLedgerAvailable reason, if any. */
-  ledgerReason?: ReasonOf<typeof poolConditions, 'QuotaLedgerAvailable'>;
+  ledgerReason?: ReasonOf<typeof poolConditions, typeof PoolCondition.QuotaLedgerAvailable>;
   dtypeOwned: boolean;
 }
 

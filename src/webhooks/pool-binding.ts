@@ -1,6 +1,8 @@
 // Admission of KVCachePool and KVCachePoolBinding, reading pools and backends from the operator's
 // caches (see lookup.ts); a created Binding's domain is claimed on the apiserver (domain-claims.ts).
+
 import { conditionOf } from '../api/conditions.ts';
+import { PoolCondition } from '../api/kvcache-pool-conditions.ts';
 import type { KVCachePool, KVCachePoolBinding } from '../api/types.ts';
 import { claimDomainOnCreate } from '../context/domain-claims.ts';
 import { byBackend, byPool, type PoolInformers } from '../context/informers.ts';
@@ -81,7 +83,7 @@ export function bindingAdmission(
           pool,
           backend,
           otherDomains: backend && !old ? otherDomains(i, backendName!, b) : [],
-          ledgerReason: conditionOf(pool, 'QuotaLedgerAvailable')?.reason,
+          ledgerReason: conditionOf(pool, PoolCondition.QuotaLedgerAvailable)?.reason,
           dtypeOwned: ctx.settings.bool('model-deployment-kv-cache-dtype-owned'),
         });
       },

@@ -2,8 +2,12 @@
 // engines are given, or the reason there is none (KV-cache spec §2.4, §6.2). Pure.
 import type { ReasonOf } from '../../api/condition-table.ts';
 import { conditionOf } from '../../api/conditions.ts';
-import { PoolReason } from '../../api/kvcache-pool-conditions.ts';
-import { modelDeploymentConditions } from '../../api/model-deployment-conditions.ts';
+import { PoolCondition, PoolReason } from '../../api/kvcache-pool-conditions.ts';
+import {
+  ModelDeploymentCondition,
+  ModelDeploymentReason,
+  modelDeploymentConditions,
+} from '../../api/model-deployment-conditions.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../../api/types.ts';
 import type { CacheConnection } from '../../inject/types.ts';
 import { effectiveProtocol, storeProtocol } from '../../model/backend-spec.ts';
@@ -19,9 +23,12 @@ export interface CacheResolution {
 }
 
 const decided = deciderOf(modelDeploymentConditions);
-type Registration = ReasonOf<typeof modelDeploymentConditions, 'DomainRegistered'>;
+type Registration = ReasonOf<
+  typeof modelDeploymentConditions,
+  typeof ModelDeploymentCondition.DomainRegistered
+>;
 const cond = (status: ConditionStatus, reason: Registration, message: string) =>
-  decided('DomainRegistered', status, reason, message);
+  decided(ModelDeploymentCondition.DomainRegistered, status, reason, message);
 
 export function resolveCache(
   md: ModelDeployment,
@@ -31,12 +38,18 @@ export function resolveCache(
 ): CacheResolution {
   const ref = md.spec.kvCache?.poolRef.name;
   if (!ref)
-    return { domainRegistered: cond('True', 'NotApplicable', 'this deployment uses no shared cache') };
+    return {
+      domainRegistered: cond(
+        'True',
+        ModelDeploymentReason.NotApplicable,
+        'this deployment uses no shared cache',
+      ),
+    };
   if (!binding) {
     return {
       domainRegistered: cond(
         'False',
-        'BindingNotFound',
+        ModelDeploymentReason.BindingNotFound,
         `KVCachePoolBinding ${md.metadata.namespace}/${ref} does not exist; ask an administrator for one`,
       ),
     };
@@ -49,7 +62,11 @@ export function resolveCache(
   const echo = { binding: ref, pool: binding.spec.poolRef.name, domain };
   if (binding.metadata.deletionTimestamp) {
     return {
-      domainRegistered: cond('False', 'BindingDeleting', `KVCachePoolBinding ${ref} is being deleted`),
+      domainRegistered: cond(
+        'False',
+        ModelDeploymentReason.BindingDeleting,
+        `KVCachePoolBinding ${ref} is being deleted`,
+      ),
       echo,
     };
   }
@@ -57,7 +74,7 @@ export function resolveCache(
     return {
       domainRegistered: cond(
         'False',
-        'BindingNotReady',
+        ModelDeploymentReason.BindingNotReady,
         `KVCachePoolBinding ${ref} is ${binding.status?.phase ?? 'not observed yet'}: ${binding.status?.phaseMessage ?? ''}`.trim(),
       ),
       echo,
@@ -65,14 +82,14 @@ export function resolveCache(
   }
   const registered = cond(
     'True',
-    'Registered',
+    ModelDeploymentReason.Registered,
     `domain ${domain.name} of KVCachePoolBinding ${ref} is registered on the store`,
   );
   const endpoint = pool?.status?.clientEndpoint;
   if (pool?.status?.phase !== 'Ready' || !endpoint || !backend) {
     return { domainRegistered: registered, echo };
   }
-  const ledger = conditionOf(pool, 'QuotaLedgerAvailable');
+  const ledger = conditionOf(pool, PoolCondition.QuotaLedgerAvailable);
   const group = backend.spec.connection.managed?.members[0];
   const protocol = group
     ? storeProtocol(effectiveProtocol(backend, group))

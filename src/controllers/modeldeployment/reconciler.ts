@@ -4,6 +4,7 @@
 
 import type { DeploymentSpec } from 'kubernetes-types/apps/v1.js';
 import { ReplicasUpToDateReason } from '../../api/model-deployment.ts';
+import { ModelDeploymentCondition, ModelDeploymentReason } from '../../api/model-deployment-conditions.ts';
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
 import {
   applyChild,
@@ -88,7 +89,7 @@ export class ModelDeploymentReconciler {
     } catch (err) {
       // Nothing can be applied: the status and an event say why, and the replicas run as they are.
       renderFailure = err instanceof Error ? err.message : String(err);
-      await this.ctx.events.record(md, 'Warning', 'RenderFailed', renderFailure);
+      await this.ctx.events.record(md, 'Warning', ModelDeploymentReason.RenderFailed, renderFailure);
     }
     const { heldByCache, conflicts } = rendered
       ? await this.applyChildren(md, rendered, Boolean(cache.connection))
@@ -170,8 +171,10 @@ export class ModelDeploymentReconciler {
 
   /** One Warning event when a child's name is first found held by an object kvpool does not control. */
   private async noteConflict(md: ModelDeployment, conditions: DecidedCondition[]): Promise<void> {
-    const was = md.status?.conditions?.find((c) => c.type === 'ReplicasUpToDate')?.reason;
-    const now = conditions.find((c) => c.type === 'ReplicasUpToDate');
+    const was = md.status?.conditions?.find(
+      (c) => c.type === ModelDeploymentCondition.ReplicasUpToDate,
+    )?.reason;
+    const now = conditions.find((c) => c.type === ModelDeploymentCondition.ReplicasUpToDate);
     if (now?.reason !== ReplicasUpToDateReason.ChildConflict || was === now.reason) return;
     await this.ctx.events.record(md, 'Warning', now.reason, now.message);
   }

@@ -4,7 +4,11 @@ import {
   CacheAttachedReason as Reason,
   ReplicasUpToDateReason as Rollout,
 } from '../../api/model-deployment.ts';
-import { modelDeploymentConditions } from '../../api/model-deployment-conditions.ts';
+import {
+  ModelDeploymentCondition,
+  ModelDeploymentReason,
+  modelDeploymentConditions,
+} from '../../api/model-deployment-conditions.ts';
 import type { ModelDeployment } from '../../api/types.ts';
 import { formatQuantity } from '../../kube/readable-quantity.ts';
 import { type ChildConflict, childConflictMessage } from '../../model/child-ownership.ts';
@@ -45,7 +49,7 @@ export interface DeploymentView {
 
 function cacheAttached(v: DeploymentView): DecidedCondition {
   const c = (status: ConditionStatus, reason: (typeof Reason)[keyof typeof Reason], message: string) =>
-    decided('CacheAttached', status, reason, message);
+    decided(ModelDeploymentCondition.CacheAttached, status, reason, message);
   if (!v.md.spec.kvCache) return c('True', Reason.NotApplicable, 'this deployment uses no shared cache');
   if (v.roles.every((r) => r.unmanaged)) {
     return c(
@@ -96,7 +100,7 @@ function moved(t: CacheReports): string {
 function upToDate(v: DeploymentView): DecidedCondition {
   if (v.renderFailure) {
     return decided(
-      'ReplicasUpToDate',
+      ModelDeploymentCondition.ReplicasUpToDate,
       'False',
       Rollout.RenderFailed,
       `the roles cannot be rendered, so nothing of this spec is applied and the replicas run as they were: ${v.renderFailure}`,
@@ -104,7 +108,7 @@ function upToDate(v: DeploymentView): DecidedCondition {
   }
   if (v.conflicts?.length) {
     return decided(
-      'ReplicasUpToDate',
+      ModelDeploymentCondition.ReplicasUpToDate,
       'False',
       Rollout.ChildConflict,
       childConflictMessage(v.conflicts, 'ModelDeployment'),
@@ -112,7 +116,7 @@ function upToDate(v: DeploymentView): DecidedCondition {
   }
   if (v.heldByCache) {
     return decided(
-      'ReplicasUpToDate',
+      ModelDeploymentCondition.ReplicasUpToDate,
       'False',
       Rollout.RolloutHeldByCache,
       'the cache connection did not resolve this pass: replicas are kept as they are rather than restarted without a connector',
@@ -121,13 +125,18 @@ function upToDate(v: DeploymentView): DecidedCondition {
   const behind = v.roles.filter((r) => r.updated < r.desired);
   if (behind.length) {
     return decided(
-      'ReplicasUpToDate',
+      ModelDeploymentCondition.ReplicasUpToDate,
       'False',
       Rollout.RolloutInProgress,
       `roles rolling out: ${behind.map((r) => `${r.name} ${r.updated}/${r.desired}`).join(', ')}`,
     );
   }
-  return decided('ReplicasUpToDate', 'True', Rollout.UpToDate, 'every replica runs the current template');
+  return decided(
+    ModelDeploymentCondition.ReplicasUpToDate,
+    'True',
+    Rollout.UpToDate,
+    'every replica runs the current template',
+  );
 }
 
 const kindLetter: Record<RoleView['kind'], string> = { Server: 'S', Prefill: 'P', Decode: 'D' };
@@ -150,17 +159,27 @@ export function decideDeployment(v: DeploymentView) {
     cacheAttached(v),
     upToDate(v),
     kindsReady
-      ? decided('RoleKindsReady', 'True', 'AllKindsReady', 'every role has its replicas ready')
+      ? decided(
+          ModelDeploymentCondition.RoleKindsReady,
+          'True',
+          ModelDeploymentReason.AllKindsReady,
+          'every role has its replicas ready',
+        )
       : decided(
-          'RoleKindsReady',
+          ModelDeploymentCondition.RoleKindsReady,
           'False',
-          'KindsNotReady',
+          ModelDeploymentReason.KindsNotReady,
           `roles not ready: ${v.roles
             .filter((r) => r.ready < r.desired)
             .map((r) => `${r.name} ${r.ready}/${r.desired}`)
             .join(', ')}`,
         ),
-    decided('KVEventsPublishing', 'True', 'NotApplicable', 'no router consumes KV events'),
+    decided(
+      ModelDeploymentCondition.KVEventsPublishing,
+      'True',
+      ModelDeploymentReason.NotApplicable,
+      'no router consumes KV events',
+    ),
   ];
   const readyAny = v.roles.some((r) => r.ready > 0);
   let phase: string;
