@@ -47,6 +47,8 @@ export interface BackendInformers {
 export interface PoolInformers extends BackendInformers {
   modelDeployments: Informer<ModelDeployment>;
   policies: Informer<KubeObject<ConfigMap>>;
+  /** The tenant registries (`<backend>-tenant-registry`), read only at the version a pass last saw live. */
+  registries: Informer<KubeObject<ConfigMap>>;
 }
 
 export interface DeploymentInformers extends PoolInformers {
@@ -140,6 +142,12 @@ export function poolInformers(ctx: OperatorContext): PoolInformers {
       kind: 'ConfigMap',
       namespace: ctx.namespace,
       labelSelector: 'app.kubernetes.io/component=tenant-quota-policy',
+    }),
+    registries: ctx.informers.get<KubeObject<ConfigMap>>({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      namespace: ctx.namespace,
+      labelSelector: 'app.kubernetes.io/component=tenant-registry',
     }),
     modelDeployments: ctx.informers.get<ModelDeployment>({
       apiVersion: workerApiVersion,

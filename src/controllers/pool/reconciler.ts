@@ -43,7 +43,7 @@ import { diskTierEvidence } from './purge-safety.ts';
 import { parsePolicy, renderSeedConfigMap, seedTenants } from './seed-policy.ts';
 import { type Decision, decidePool, type MasterReport, type StatusFields } from './status.ts';
 import { StatusWriters } from './status-writer.ts';
-import { parseRegistry, readRegistryObject, registryKey, writeRegistry } from './tenant-registry.ts';
+import { parseRegistry, RegistryVersions, registryConfigMapName, registryKey } from './tenant-registry.ts';
 import { unpooledKey, wirePoolWatches } from './watches.ts';
 
 /** How soon a pass whose ledger requests failed runs again. */
@@ -56,6 +56,7 @@ export class PoolReconciler {
   private readonly observeIntervalMs: number;
   private readonly appliedOnce = new Set<string>();
   private readonly statusWriters: StatusWriters;
+  private readonly registries = new RegistryVersions();
 
   constructor(ctx: OperatorContext, options: { observeIntervalMs?: number } = {}) {
     this.ctx = ctx;
@@ -108,6 +109,7 @@ export class PoolReconciler {
     let bindings = pools.flatMap((p) => this.informers.bindings.byIndex(byPool, p.metadata.name!));
     if (pools.length === 0 && !backend) {
       this.ctx.store.unfollow(`pool/${key}`);
+      this.registries.forget(key);
       return undefined;
     }
     const lap = stageClock(key);
@@ -151,7 +153,7 @@ export class PoolReconciler {
           new TenantLedger(address, this.ctx.storeRequests),
           input,
           plan,
-          (tenants) => writeRegistry(this.ctx.client, backend!, this.ctx.namespace, tenants),
+          (tenants) => this.registries.write(this.ctx.client, backend!, this.ctx.namespace, tenants),
           () => this.purgeHazard(key, backend!, address!),
         ),
       );
@@ -165,8 +167,15 @@ export class PoolReconciler {
     if (backend?.spec.connection.managed && !registry?.conflicts.length)
       await this.seed(backend, plan, outcome, outcome?.registered ?? input.registered);
     lap('seed');
-    await this.readBack(key, address, report, outcome?.wrote ?? false);
-    lap('readBack');
+    // The master's figures feed only the statuses: read back within the pass only when a release or a
+    // pool's deletion decides from them, else in the status job, so the next pass does not wait for it.
+    const deleting = pools.some((p) => p.metadata.deletionTimestamp);
+    const readBackNow = plan.releasing.length > 0 || deleting;
+    const readBack = () => this.readBack(key, address, report, outcome?.wrote ?? false);
+    if (readBackNow) {
+      await readBack();
+      lap('readBack');
+    }
 
     const releasedAll = !backend || report.ledgerOff;
     await eachWrite(plan.releasing, async (b) => {
@@ -193,6 +202,10 @@ export class PoolReconciler {
     const releasing = new Set(plan.releasing);
     const writeStatuses = async () => {
       const lapStatus = stageClock(key);
+      if (!readBackNow) {
+        await readBack();
+        lapStatus('readBack');
+      }
       await eachWrite(
         bindings.filter((x) => !releasing.has(x)),
         (b) => this.writeStatus(b, decideBinding(b, plan, report, this.workloads(b))),
@@ -214,7 +227,7 @@ export class PoolReconciler {
     };
     // Statuses are written apart from the pass, so the next pass's ledger writes do not wait behind
     // them; a pool being deleted is released within its pass.
-    if (pools.some((p) => p.metadata.deletionTimestamp)) await writeStatuses();
+    if (deleting) await writeStatuses();
     else this.statusWriters.of(key).submit(writeStatuses);
     // A failed ledger request is retried soon, not at the next observation: its Binding says "retrying".
     // A domain the master keeps because it holds data is not a failure to retry, unless it is purged.
@@ -287,7 +300,7 @@ export class PoolReconciler {
   }
 
   /**
-   * The backend's tenant registry as read live, and the registry or policy ConfigMaps whose names an
+   * The backend's tenant registry (at the version last read live or written), and the registry or policy ConfigMaps whose names an
    * object the backend does not own holds (their content is not this operator's to read or write).
    */
   private async ledgerObjects(backend: KVCacheBackend) {
@@ -295,7 +308,8 @@ export class PoolReconciler {
     const name = backend.metadata.name!;
     const uid = backend.metadata.uid;
     const conflicts: ChildConflict[] = [];
-    const live = await readRegistryObject(client, namespace, name);
+    const cached = this.informers.registries.get(registryConfigMapName(name), namespace);
+    const live = await this.registries.current(client, namespace, name, cached);
     const registry = claimChild(live, uid, { coOwned: true });
     if (registry.kind === 'foreign') conflicts.push(registry.conflict);
     if (backend.spec.connection.managed) {
