@@ -1,10 +1,10 @@
 // The doctor's rows about pools, Bindings and workloads: the backend a pool needs, the tenant ledger,
 // ceilings and grants, domains, held deletions, and engine/store version lines. Pure.
 import { conditionOf } from '../../api/conditions.ts';
-import { BackendReason } from '../../api/kvcache-backend-conditions.ts';
+import { BackendCondition, BackendReason } from '../../api/kvcache-backend-conditions.ts';
 import { BindingReleasableReason, purgeOnDeleteAnnotation } from '../../api/kvcache-pool-binding.ts';
-import { BindingReason } from '../../api/kvcache-pool-binding-conditions.ts';
-import { PoolReason } from '../../api/kvcache-pool-conditions.ts';
+import { BindingCondition, BindingReason } from '../../api/kvcache-pool-binding-conditions.ts';
+import { PoolCondition, PoolReason } from '../../api/kvcache-pool-conditions.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import { formatQuantity } from '../../kube/readable-quantity.ts';
 import { parseQuantityBytes } from '../../model/quantity.ts';
@@ -25,8 +25,8 @@ const poolBackend: Check = {
   run(s) {
     const out: Finding[] = [];
     for (const p of s.pools) {
-      const resolved = conditionOf(p, 'BackendResolved');
-      const capacity = conditionOf(p, 'CapacityAllocatable');
+      const resolved = conditionOf(p, PoolCondition.BackendResolved);
+      const capacity = conditionOf(p, PoolCondition.CapacityAllocatable);
       const backend = p.spec.backends[0];
       if (resolved?.status === 'False')
         out.push({
@@ -43,7 +43,7 @@ const poolBackend: Check = {
       else if (
         capacity?.status === 'False' &&
         (capacity.reason === PoolReason.NothingToAllocate ||
-          conditionOf(p, 'QuotaLedgerAvailable')?.status === 'True')
+          conditionOf(p, PoolCondition.QuotaLedgerAvailable)?.status === 'True')
       )
         out.push({
           object: poolObject(p),
@@ -66,8 +66,8 @@ const ledgerUnavailable: Check = {
   run(s) {
     const out: Finding[] = [];
     for (const p of s.pools) {
-      const ledger = conditionOf(p, 'QuotaLedgerAvailable');
-      const writable = conditionOf(p, 'QuotaPolicyWritable');
+      const ledger = conditionOf(p, PoolCondition.QuotaLedgerAvailable);
+      const writable = conditionOf(p, PoolCondition.QuotaPolicyWritable);
       if (ledger?.status === 'False' && ledger.reason === PoolReason.MultiTenancyDisabled)
         out.push({
           object: poolObject(p),
@@ -102,7 +102,7 @@ const oversubscription: Check = {
   title: "Ceilings past the pool's total (QuotaWithinTotal=False, Oversubscribed)",
   run(s) {
     return s.pools.flatMap((p) => {
-      const c = conditionOf(p, 'QuotaWithinTotal');
+      const c = conditionOf(p, PoolCondition.QuotaWithinTotal);
       if (c?.status !== 'False') return [];
       const bindings = s.bindings.filter((b) => b.spec.poolRef.name === p.metadata.name);
       const grants = bindings.map(
@@ -134,12 +134,12 @@ const zeroGrant: Check = {
   title: 'Zero grant (QuotaGranted=False: ZeroGranted, NoLedgerEntry, GrantNotExported)',
   run(s) {
     return s.bindings.flatMap((b) => {
-      const c = conditionOf(b, 'QuotaGranted');
+      const c = conditionOf(b, BindingCondition.QuotaGranted);
       // A contested domain has no grant of its own: the domain-claimed-twice row says why.
-      const contested = conditionOf(b, 'DomainExclusive')?.status === 'False';
+      const contested = conditionOf(b, BindingCondition.DomainExclusive)?.status === 'False';
       if (c?.status !== 'False' || b.metadata.deletionTimestamp || contested) return [];
       const pool = poolOf(s, b);
-      const allocatable = pool && conditionOf(pool, 'CapacityAllocatable');
+      const allocatable = pool && conditionOf(pool, PoolCondition.CapacityAllocatable);
       const nothing = allocatable?.reason === PoolReason.NothingToAllocate;
       return [
         {
@@ -167,7 +167,7 @@ const domainClaimedTwice: Check = {
   title: 'Domain claimed by two Bindings (DomainExclusive=False)',
   run(s) {
     return s.bindings.flatMap((b) => {
-      const c = conditionOf(b, 'DomainExclusive');
+      const c = conditionOf(b, BindingCondition.DomainExclusive);
       if (c?.status !== 'False') return [];
       return [
         {
@@ -204,10 +204,10 @@ const deletionHeld: Check = {
   run(s) {
     const held = [
       ...s.backends.map(
-        (b) => [`KVCacheBackend/${b.metadata.name}`, b, conditionOf(b, 'Deletable')] as const,
+        (b) => [`KVCacheBackend/${b.metadata.name}`, b, conditionOf(b, BackendCondition.Deletable)] as const,
       ),
-      ...s.pools.map((p) => [poolObject(p), p, conditionOf(p, 'Releasable')] as const),
-      ...s.bindings.map((b) => [bindingObject(b), b, conditionOf(b, 'Releasable')] as const),
+      ...s.pools.map((p) => [poolObject(p), p, conditionOf(p, PoolCondition.Releasable)] as const),
+      ...s.bindings.map((b) => [bindingObject(b), b, conditionOf(b, BindingCondition.Releasable)] as const),
     ];
     return held.flatMap(([object, o, c]) => {
       if (!o.metadata.deletionTimestamp || c?.status !== 'False') return [];

@@ -1,6 +1,6 @@
 // The doctor's rows about the store itself: the leader, the members and the disk tier. Pure.
 import { conditionOf } from '../../api/conditions.ts';
-import { BackendReason as R } from '../../api/kvcache-backend-conditions.ts';
+import { BackendCondition, BackendReason as R } from '../../api/kvcache-backend-conditions.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
 import { viewPod } from '../../controllers/backend/pod-view.ts';
 import { componentLabel, instanceLabel, leaderComponent } from '../../model/store-objects.ts';
@@ -58,7 +58,7 @@ const leaderUnavailable: Check = {
   run(s) {
     const out: Finding[] = [];
     for (const b of s.backends) {
-      const c = conditionOf(b, 'LeaderAvailable');
+      const c = conditionOf(b, BackendCondition.LeaderAvailable);
       const pods = podsOf(s, b, false);
       const ns = pods[0]?.metadata.namespace ?? 'gpustack-system';
       const stuck = pods.map((p) => viewPod(p, 'Leader')).find((v) => v.fault);
@@ -71,7 +71,7 @@ const leaderUnavailable: Check = {
           fix: leaderFix(b, stuck?.fault?.reason ?? c.reason, ns, stuck?.name),
         });
       }
-      const e = conditionOf(b, 'ElectionObserved');
+      const e = conditionOf(b, BackendCondition.ElectionObserved);
       if (e?.status === 'False')
         out.push({
           object: backendObject(b),
@@ -110,9 +110,10 @@ const memberShortfall: Check = {
   run(s) {
     const out: Finding[] = [];
     for (const b of s.backends) {
-      const c = conditionOf(b, 'MembersMounted');
+      const c = conditionOf(b, BackendCondition.MembersMounted);
       // While the leader does not serve, MembersMounted repeats its reason: the leader row says it.
-      if (c?.status !== 'False' || conditionOf(b, 'LeaderAvailable')?.status !== 'True') continue;
+      if (c?.status !== 'False' || conditionOf(b, BackendCondition.LeaderAvailable)?.status !== 'True')
+        continue;
       const pods = podsOf(s, b, true);
       const ns = pods[0]?.metadata.namespace ?? 'gpustack-system';
       out.push({
@@ -144,7 +145,7 @@ const tierDirectory: Check = {
       const names = new Map(pods.map((p) => [p.metadata.name!, p.spec?.nodeName ?? '?']));
       const missing = s.events.filter(
         (e) =>
-          e.reason === 'FailedMount' &&
+          e.reason === R.FailedMount &&
           names.has(e.involvedObject.name!) &&
           !pods
             .find((p) => p.metadata.name === e.involvedObject.name)
@@ -165,7 +166,7 @@ const tierDirectory: Check = {
       const unwritable = pods
         .map((p) => viewPod(p, 'Member'))
         .filter((v) => !v.ready && /no write permission on directory/.test(v.fault?.message ?? ''));
-      const c = conditionOf(b, 'MembersMounted');
+      const c = conditionOf(b, BackendCondition.MembersMounted);
       if (
         unwritable.length ||
         (c?.status === 'False' && /no write permission on directory/.test(c.message))
@@ -194,7 +195,7 @@ const preexistingContent: Check = {
   title: 'Tier directory held content before the backend (TierWasEmpty=False)',
   run(s) {
     return s.backends.flatMap((b): Finding[] => {
-      const c = conditionOf(b, 'TierWasEmpty');
+      const c = conditionOf(b, BackendCondition.TierWasEmpty);
       if (c?.status !== 'False') return [];
       const dir = tierPath(b) ?? 'the tier directory';
       if (c.reason === R.ForeignContentRefused)
@@ -212,12 +213,12 @@ const preexistingContent: Check = {
           object: backendObject(b),
           severity: 'warning',
           summary:
-            c.reason === 'ForeignContentRemoved'
+            c.reason === R.ForeignContentRemoved
               ? `${dir} held files this backend did not write; members removed them before the store started`
               : `${dir} held files when the backend started (an earlier backend's data can answer a new key)`,
           evidence: [said(c)],
           fix:
-            c.reason === 'ForeignContentRemoved'
+            c.reason === R.ForeignContentRemoved
               ? 'nothing to do: foreignContent: Remove asked for it'
               : 'nothing was removed: empty the directory on the nodes named yourself; cleanAfterDelete: true empties it only when this backend is deleted',
         },
