@@ -2,11 +2,12 @@
 // multi-tenant mooncake_master and two members), then ceiling edits one at a time. The operator runs as
 // `kvpool operator` in its own process with the chart's account; a counting proxy in front of the
 // master's admin port counts what it asks the master; the apiserver counts the writes.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse } from 'yaml';
+import { compileTree } from '../images/compiled-source.ts';
 import { projectRoot } from '../images/toolchain.ts';
 import { ControlPlane } from '../local/control-plane.ts';
 import { installCrds } from '../local/install-crds.ts';
@@ -109,11 +110,16 @@ try {
   process.env.NODE_OPTIONS = [chartNodeOptions, process.env.BENCH_OPERATOR_NODE_OPTIONS]
     .filter(Boolean)
     .join(' ');
+  // The operator runs as its image runs it: src/ compiled to JavaScript (images/compiled-source.ts).
+  const compiled = join(dir, 'compiled');
+  compileTree(join(projectRoot, 'src'), join(compiled, 'src'));
+  symlinkSync(join(projectRoot, 'node_modules'), join(compiled, 'node_modules'));
   operator = startOperatorProcess(
     account.path,
     'bench',
     ['--namespace', ns, '--health-port', String(healthPort), '--webhook-port', '0'],
     join(dir, 'logs'),
+    join(compiled, 'src', 'cli', 'kvpool.js'),
   );
   delete process.env.NODE_OPTIONS;
   await waitFor(
@@ -233,7 +239,7 @@ try {
   const edit = spread(editMs);
   const result = {
     setup: `${bindings} namespaces, one Binding each (ceiling 1Mi, its own domain) on one pool of one external backend: a real multi-tenant mooncake_master and 2 members x 1536Mi, no oversubscription`,
-    how: "Integration-style: a real kube-apiserver and etcd, the real master and members as processes, and the operator as `kvpool operator` in its own process with the chart's ServiceAccount and RBAC (leader election on, webhooks off: admission is the admission bench's). The local cluster's nodes are not used: their kubelets, containerd and CoreDNS would share the 2 cores with the operator and measure the machine rather than the operator; nothing here needs a node.",
+    how: "Integration-style: a real kube-apiserver and etcd, the real master and members as processes, and the operator as `kvpool operator` in its own process (src/ compiled to JavaScript, as the image runs it) with the chart's ServiceAccount and RBAC (leader election on, webhooks off: admission is the admission bench's). The local cluster's nodes are not used: their kubelets, containerd and CoreDNS would share the 2 cores with the operator and measure the machine rather than the operator; nothing here needs a node.",
     createMs: { bindings: Math.round(lastCreate - firstCreate), clientsInFlight: inFlight },
     convergedAfterLastCreateMs: convergedMs,
     master: {

@@ -18,6 +18,8 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import ts from 'typescript';
+import { compileTree } from './compiled-source.ts';
 import { withLock } from './file-lock.ts';
 import { type Layer as BuiltLayer, writeImageArchive, writeLayer } from './lib/oci.ts';
 import { run } from './lib/run.ts';
@@ -73,6 +75,11 @@ function builtInput(from: string): { path: string; key: string } {
       const key = treeHash(join(projectRoot, 'package-lock.json'));
       return { path: join(imagesDir(), 'node-modules', key.slice(0, 16)), key };
     }
+    case '@compiled-src': {
+      // The compiler's version is part of what the output is made from.
+      const key = sha256(treeHash(join(projectRoot, 'src')), ts.version);
+      return { path: join(imagesDir(), 'compiled-src', key.slice(0, 16)), key };
+    }
     case '@pause': {
       // Keyed as scripts/build-node.sh keys it: the source's sha256.
       const key = createHash('sha256')
@@ -126,6 +133,14 @@ async function ensureProductionNodeModules(dest: string): Promise<void> {
   writeFileSync(join(dest, '.complete'), '');
 }
 
+function ensureCompiledSource(dest: string): void {
+  if (existsSync(join(dest, '.complete'))) return;
+  rmSync(dest, { recursive: true, force: true });
+  console.error('[images] compiling src/ to JavaScript');
+  compileTree(join(projectRoot, 'src'), dest);
+  writeFileSync(join(dest, '.complete'), '');
+}
+
 async function copyInto(root: string, copy: FileCopy): Promise<void> {
   const dest = join(root, copy.to);
   mkdirSync(join(dest, '..'), { recursive: true });
@@ -135,6 +150,7 @@ async function copyInto(root: string, copy: FileCopy): Promise<void> {
   }
   const source = builtInput(copy.from);
   if (copy.from === '@production-node-modules') await ensureProductionNodeModules(source.path);
+  if (copy.from === '@compiled-src') ensureCompiledSource(source.path);
   const from = copy.from === '@production-node-modules' ? join(source.path, 'node_modules') : source.path;
   if (!existsSync(from))
     throw new Error(`image input ${copy.from} is missing at ${from}: run \`npm run setup\``);

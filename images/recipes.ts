@@ -14,7 +14,8 @@ export type FileCopy =
   | {
       /**
        * Source: a file or directory of the checkout, or a built input: `@production-node-modules`
-       * (the lock file's production dependencies), `@pause`, `@coredns` (binaries from set-up).
+       * (the lock file's production dependencies), `@compiled-src` (src/ compiled to JavaScript,
+       * images/compiled-source.ts), `@pause`, `@coredns` (binaries from set-up).
        */
       from: string;
       /** Destination inside the image. */
@@ -148,7 +149,7 @@ export const layers: Layer[] = [
       files: [
         { from: 'package.json', to: '/opt/kvpool/package.json' },
         { from: 'toolchain.env', to: '/opt/kvpool/toolchain.env' },
-        { from: 'src', to: '/opt/kvpool/src' },
+        { from: '@compiled-src', to: '/opt/kvpool/src' },
         { from: '@production-node-modules', to: '/opt/kvpool/node_modules' },
         { from: 'images/store/kvpool-store', to: '/usr/local/bin/kvpool-store', mode: 0o755 },
       ],
@@ -195,7 +196,7 @@ export const images: Image[] = [
     layers: ['debian', 'node', 'kvpool'],
     user: '65532:0',
     env: [`PATH=${defaultPath}`],
-    entrypoint: ['node', '/opt/kvpool/src/cli/kvpool.ts', 'operator'],
+    entrypoint: ['node', '/opt/kvpool/src/cli/kvpool.js', 'operator'],
     workingDir: '/opt/kvpool',
   },
   {

@@ -3,16 +3,18 @@ import { join } from 'node:path';
 import { projectRoot } from '../../images/toolchain.ts';
 import { type ManagedProcess, startProcess } from '../../local/processes.ts';
 
+/** `program` is the `kvpool` entry to run: the checkout's TypeScript, or a compiled tree's (as images run). */
 export function startOperatorProcess(
   kubeconfig: string,
   identity: string,
   args: string[],
   logDir: string,
+  program = join(projectRoot, 'src', 'cli', 'kvpool.ts'),
 ): ManagedProcess {
   return startProcess(`operator-${identity}`, process.execPath, {
     logDir,
     args: [
-      join(projectRoot, 'src', 'cli', 'kvpool.ts'),
+      program,
       'operator',
       '--kubeconfig',
       kubeconfig,
