@@ -1,5 +1,6 @@
 // One observation of a master: /health, then /metrics, then /get_segments_detail, each read once.
 // Every figure is kept as read; a figure the store did not report stays absent, never zero.
+import { BackendReason } from '../api/kvcache-backend-conditions.ts';
 import { formatQuantity } from '../kube/readable-quantity.ts';
 import { failure, StoreAdminClient, StoreUnreachable } from './admin-client.ts';
 import { type Families, gaugeBytes, parsePrometheusText } from './prometheus.ts';
@@ -32,7 +33,10 @@ export interface StoreObservation {
   at: number;
   health: Reading<Health>;
   metrics?: Reading<Families>;
-  segments?: Reading<SegmentListing, 'ListingFailed' | 'ListingTooLarge'>;
+  segments?: Reading<
+    SegmentListing,
+    typeof BackendReason.ListingFailed | typeof BackendReason.ListingTooLarge
+  >;
 }
 
 export const segmentListingCap = 5000;
@@ -81,7 +85,7 @@ export class ListingTooLarge extends Error {
     super(
       `the master lists ${entries} segments with ${formatQuantity(identifierBytes)} of identifiers, more than the ${segmentListingCap} entries or ${formatQuantity(segmentIdentifierCap)} this operator reads`,
     );
-    this.name = 'ListingTooLarge';
+    this.name = ListingTooLarge.name;
   }
 }
 
@@ -103,16 +107,20 @@ export async function observeStore(address: string, timeoutMs?: number): Promise
   try {
     metrics = { ok: true, value: parsePrometheusText(await client.getText('/metrics')) };
   } catch (err) {
-    metrics = failed('ScrapeFailed', err);
+    metrics = failed(BackendReason.ScrapeFailed, err);
   }
   let segments: StoreObservation['segments'];
   try {
     const res = await client.call('GET', '/get_segments_detail');
     if (res.status === 404) segments = { ok: true, value: { served: false } };
-    else if (res.status !== 200) segments = failed('ListingFailed', failure('GET /get_segments_detail', res));
+    else if (res.status !== 200)
+      segments = failed(BackendReason.ListingFailed, failure('GET /get_segments_detail', res));
     else segments = { ok: true, value: { served: true, segments: parseSegments(res.body) } };
   } catch (err) {
-    segments = failed(err instanceof ListingTooLarge ? 'ListingTooLarge' : 'ListingFailed', err);
+    segments = failed(
+      err instanceof ListingTooLarge ? BackendReason.ListingTooLarge : BackendReason.ListingFailed,
+      err,
+    );
   }
   return { address, at, health, metrics, segments };
 }

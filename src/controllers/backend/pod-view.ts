@@ -1,7 +1,7 @@
 // What the backend's status needs to know about one leader or member Pod, read from the Pod object.
 import type { ContainerStatus, Pod } from 'kubernetes-types/core/v1.js';
 import { type RelayedReason, relayed } from '../../api/condition-table.ts';
-import type { PodFaultReason } from '../../api/kvcache-backend-conditions.ts';
+import { BackendReason, type PodFaultReason } from '../../api/kvcache-backend-conditions.ts';
 import type { KubeObject } from '../../kube/object.ts';
 
 export interface PodView {
@@ -50,9 +50,9 @@ export function viewPod(pod: KubeObject<Pod>, role: 'Leader' | 'Member'): PodVie
   };
   if (ready) return view;
   const scheduled = status.conditions?.find((c) => c.type === 'PodScheduled');
-  if (scheduled?.status === 'False' && scheduled.reason === 'Unschedulable') {
+  if (scheduled?.status === 'False' && scheduled.reason === BackendReason.Unschedulable) {
     view.fault = {
-      reason: role === 'Leader' ? 'LeaderUnschedulable' : 'Unschedulable',
+      reason: role === 'Leader' ? BackendReason.LeaderUnschedulable : BackendReason.Unschedulable,
       message: scheduled.message ?? 'no node fits the Pod',
     };
     return view;

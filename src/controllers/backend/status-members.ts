@@ -1,7 +1,7 @@
 // The member rows and the MembersMounted and PoolWrites verdicts of a backend's status (KV-cache spec
 // §2.1, §4.7): segments joined to member Pods by address. Pure.
 
-import { backendConditions } from '../../api/kvcache-backend-conditions.ts';
+import { BackendCondition, BackendReason, backendConditions } from '../../api/kvcache-backend-conditions.ts';
 import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
 import type { Segment } from '../../store/observe.ts';
 import { gauge } from '../../store/prometheus.ts';
@@ -48,22 +48,30 @@ export function membersVerdict(
 ): { condition: DecidedCondition; rows?: MemberRow[] } {
   if (!leader.serving) {
     const c = leader.condition;
-    return { condition: cond('MembersMounted', 'False', c.reason, c.message), rows: v.previousMembers };
+    return {
+      condition: cond(BackendCondition.MembersMounted, 'False', c.reason, c.message),
+      rows: v.previousMembers,
+    };
   }
   const listing = v.store!.segments;
   if (!listing?.ok) {
-    const reason = listing?.reason ?? 'ListingFailed';
+    const reason = listing?.reason ?? BackendReason.ListingFailed;
     return {
-      condition: cond('MembersMounted', 'False', reason, listing?.message ?? 'no listing read'),
+      condition: cond(
+        BackendCondition.MembersMounted,
+        'False',
+        reason,
+        listing?.message ?? 'no listing read',
+      ),
       rows: v.previousMembers,
     };
   }
   if (!listing.value.served) {
     return {
       condition: cond(
-        'MembersMounted',
+        BackendCondition.MembersMounted,
         'Unknown',
-        'SegmentListingNotServed',
+        BackendReason.SegmentListingNotServed,
         'the master serves no /get_segments_detail (Mooncake before 0.3.12)',
       ),
       rows: [],
@@ -74,9 +82,9 @@ export function membersVerdict(
   if (ambiguous.length) {
     return {
       condition: cond(
-        'MembersMounted',
+        BackendCondition.MembersMounted,
         'False',
-        'AmbiguousMemberIdentity',
+        BackendReason.AmbiguousMemberIdentity,
         `several member Pods share one address: ${nameList(ambiguous)}`,
       ),
       rows,
@@ -88,7 +96,7 @@ export function membersVerdict(
     const names = nameList(stuck.map((p) => `${p.name}${p.nodeName ? ` on ${p.nodeName}` : ''}`));
     return {
       condition: cond(
-        'MembersMounted',
+        BackendCondition.MembersMounted,
         'False',
         first.fault!.reason,
         `member Pod ${names}: ${first.fault!.message}`,
@@ -98,7 +106,12 @@ export function membersVerdict(
   }
   if (segments.length === 0) {
     return {
-      condition: cond('MembersMounted', 'False', 'NoSegments', 'the leader lists no mounted segment'),
+      condition: cond(
+        BackendCondition.MembersMounted,
+        'False',
+        BackendReason.NoSegments,
+        'the leader lists no mounted segment',
+      ),
       rows,
     };
   }
@@ -108,16 +121,21 @@ export function membersVerdict(
     const names = nameList(missing.map((p) => `${p.name}${p.nodeName ? ` on ${p.nodeName}` : ''}`));
     return {
       condition: cond(
-        'MembersMounted',
+        BackendCondition.MembersMounted,
         'False',
-        'SegmentsShort',
+        BackendReason.SegmentsShort,
         `ready member Pods without a segment on the leader: ${names}`,
       ),
       rows,
     };
   }
   return {
-    condition: cond('MembersMounted', 'True', 'Mounted', `leader lists ${segments.length} segment(s)`),
+    condition: cond(
+      BackendCondition.MembersMounted,
+      'True',
+      BackendReason.Mounted,
+      `leader lists ${segments.length} segment(s)`,
+    ),
     rows,
   };
 }
@@ -127,9 +145,9 @@ export function poolWritesVerdict(v: BackendView, leader: LeaderVerdict): Decide
   const listing = leader.serving ? v.store!.segments : undefined;
   if (!m?.ok || !listing?.ok || !listing.value.served) {
     return cond(
-      'PoolWrites',
+      BackendCondition.PoolWrites,
       'Unknown',
-      'NoObservation',
+      BackendReason.NoObservation,
       'the leader’s counters or segment listing could not be read',
     );
   }
@@ -138,21 +156,31 @@ export function poolWritesVerdict(v: BackendView, leader: LeaderVerdict): Decide
   const putRevoke = gauge(m.value, 'master_put_revoke_requests_total') ?? 0;
   const anyUsed = listing.value.segments.some((s) => (s.usedBytes ?? 0) > 0);
   if (putEnd > 0 || anyUsed)
-    return cond('PoolWrites', 'True', 'WritesLanded', 'writes have completed on this leader');
+    return cond(
+      BackendCondition.PoolWrites,
+      'True',
+      BackendReason.WritesLanded,
+      'writes have completed on this leader',
+    );
   if (putStart > 0 && putRevoke > 0) {
     return cond(
-      'PoolWrites',
+      BackendCondition.PoolWrites,
       'False',
-      'WritesRevoked',
+      BackendReason.WritesRevoked,
       `${putStart} write(s) started and were revoked, and no member holds data`,
     );
   }
   if (putStart > 0)
     return cond(
-      'PoolWrites',
+      BackendCondition.PoolWrites,
       'Unknown',
-      'WritesUnfinished',
+      BackendReason.WritesUnfinished,
       'writes have started but none has completed yet',
     );
-  return cond('PoolWrites', 'Unknown', 'NoWrites', 'no write has started since the leader started');
+  return cond(
+    BackendCondition.PoolWrites,
+    'Unknown',
+    BackendReason.NoWrites,
+    'no write has started since the leader started',
+  );
 }

@@ -3,7 +3,7 @@
 // message; the condition is decided once from the backend's first member Pods and never revisited,
 // except a refusal of another backend's files (decision 45), which holds while any member reports one. Pure.
 import type { Pod } from 'kubernetes-types/core/v1.js';
-import { BackendReason, backendConditions } from '../../api/kvcache-backend-conditions.ts';
+import { BackendCondition, BackendReason, backendConditions } from '../../api/kvcache-backend-conditions.ts';
 import type { Condition } from '../../api/schema.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
@@ -68,9 +68,9 @@ export function decideTierRefusal(
   if (!refused.length) return undefined;
   const unremovable = refused.filter((r) => r.tier === 'unremovable');
   return decided(
-    'TierWasEmpty',
+    BackendCondition.TierWasEmpty,
     'False',
-    'ForeignContentRefused',
+    BackendReason.ForeignContentRefused,
     `the tier directory holds files this backend did not write on ${nameList(refused.map(describeForeign))}; ` +
       'those members stay stopped so the store never serves another backend’s objects. ' +
       (unremovable.length
@@ -109,9 +109,9 @@ export function decideTierWasEmpty(
     // Decided once, so only when every node's survey ran: the message names every directory emptied.
     if (!everyNode) return undefined;
     return decided(
-      'TierWasEmpty',
+      BackendCondition.TierWasEmpty,
       'False',
-      'ForeignContentRemoved',
+      BackendReason.ForeignContentRemoved,
       `the tier directory held files this backend did not write, which members removed before the store started (foreignContent: Remove): ${nameList(removed.map(describeForeign))}`,
     );
   }
@@ -119,17 +119,17 @@ export function decideTierWasEmpty(
   const full = valid.filter((r) => r.entries > 0 && r.tier !== 'own');
   if (full.length) {
     return decided(
-      'TierWasEmpty',
+      BackendCondition.TierWasEmpty,
       'False',
-      'PreexistingContent',
+      BackendReason.PreexistingContent,
       `the tier directory already held files when the first members started: ${nameList(full.map((r) => `${r.node}: ${r.entries}`))}; nothing was removed — empty it yourself, or set cleanAfterDelete on the backend that wrote it`,
     );
   }
   if (everyNode) {
     return decided(
-      'TierWasEmpty',
+      BackendCondition.TierWasEmpty,
       'True',
-      'Empty',
+      BackendReason.Empty,
       `the tier directory was empty on all ${nodes.size} node(s) when the first members started`,
     );
   }

@@ -1,6 +1,7 @@
 // Gathers what the backend's status is decided from: the store's latest observation and the
 // cluster objects of the backend, all from caches (no API reads).
 import type { Pod } from 'kubernetes-types/core/v1.js';
+import { BackendCondition, BackendReason } from '../../api/kvcache-backend-conditions.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
 import {
@@ -58,7 +59,7 @@ function tierVerdict(backend: KVCacheBackend, informers: BackendInformers, pods:
     .members.map((g, i) => (g.localDisks?.length ? i : -1))
     .filter((i) => i >= 0);
   if (groups.length === 0) return undefined;
-  const previous = backend.status?.conditions?.find((c) => c.type === 'TierWasEmpty');
+  const previous = backend.status?.conditions?.find((c) => c.type === BackendCondition.TierWasEmpty);
   const inGroups = pods.filter((p) =>
     groups.some((i) => p.metadata.labels?.[componentLabel] === memberComponent(i)),
   );
@@ -106,7 +107,7 @@ export function buildBackendView(
     // A mount the kubelet cannot make keeps the Pod "creating"; only its Warning event says why.
     const failed = informers.mountFailures.byIndex(byInvolvedUid, p.metadata.uid ?? '').at(-1);
     if (!view.ready && !view.fault && failed?.message)
-      view.fault = { reason: 'FailedMount', message: failed.message };
+      view.fault = { reason: BackendReason.FailedMount, message: failed.message };
     return [view];
   });
   // Another object holding the leader Deployment's name is not this backend's leader.
