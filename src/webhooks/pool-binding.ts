@@ -1,6 +1,5 @@
 // Admission of KVCachePool and KVCachePoolBinding, reading pools and backends from the operator's
 // caches (see lookup.ts); a created Binding's domain is claimed on the apiserver (domain-claims.ts).
-
 import { conditionOf } from '../api/conditions.ts';
 import { PoolCondition } from '../api/kvcache-pool-conditions.ts';
 import type { KVCachePool, KVCachePoolBinding } from '../api/types.ts';

@@ -1,5 +1,4 @@
 // The Events a pool pass records on a deleted Binding: its domain's objects purged, or its release held.
-
 import { BindingReleasableReason } from '../../api/kvcache-pool-binding.ts';
 import { BindingCondition } from '../../api/kvcache-pool-binding-conditions.ts';
 import type { KVCachePoolBinding } from '../../api/types.ts';
