@@ -1,7 +1,12 @@
 // The pool controller: one pass per master converges its tenant ledger with every pool and Binding on
 // that backend, seeds the leader's policy ConfigMap, reads the grants back from one scrape, and writes
 // every Binding's and pool's status. Bindings have no controller of their own.
-import { bindingConditions } from '../../api/kvcache-pool-binding-conditions.ts';
+import {
+  BindingCondition,
+  BindingReason,
+  bindingConditions,
+} from '../../api/kvcache-pool-binding-conditions.ts';
+import { PoolCondition, PoolReason } from '../../api/kvcache-pool-conditions.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import {
@@ -119,7 +124,7 @@ export class PoolReconciler {
     if (registry?.conflicts.length) {
       // Neither the ledger nor the policy is touched while someone else's object holds their names.
       report.unresolved = {
-        reason: 'ChildConflict',
+        reason: PoolReason.ChildConflict,
         message: childConflictMessage(registry.conflicts, 'KVCacheBackend', `KVCacheBackend ${key}`),
       };
       address = undefined;
@@ -188,7 +193,7 @@ export class PoolReconciler {
       else {
         const why = failure ??
           outcome?.failure ?? {
-            kind: 'LedgerUnreachable' as const,
+            kind: PoolReason.LedgerUnreachable,
             message:
               report.unresolved?.message ?? report.ledgerFailure?.message ?? 'the master was not reached',
           };
@@ -217,7 +222,7 @@ export class PoolReconciler {
         await this.writeStatus(p, d);
         if (
           p.metadata.deletionTimestamp &&
-          d.conditions.find((x) => x.type === 'Releasable')?.status === 'True' &&
+          d.conditions.find((x) => x.type === PoolCondition.Releasable)?.status === 'True' &&
           !(await poolInUseLive(this.ctx.client, p))
         ) {
           await removeFinalizer(this.ctx.client, p);
@@ -272,7 +277,7 @@ export class PoolReconciler {
   ): string | undefined {
     if (!backend) {
       report.unresolved = {
-        reason: 'BackendNotFound',
+        reason: PoolReason.BackendNotFound,
         message: `KVCacheBackend ${key} does not exist; create it, or delete this pool`,
       };
       return undefined;
@@ -281,7 +286,7 @@ export class PoolReconciler {
     const published = backend.status?.endpoints?.some((e) => e.name === 'Admin');
     if (!published) {
       report.unresolved = {
-        reason: 'EndpointsNotPublished',
+        reason: PoolReason.EndpointsNotPublished,
         message: `backend ${key} has published no Admin endpoint yet`,
       };
       return undefined;
@@ -293,7 +298,7 @@ export class PoolReconciler {
       : externalAdminAddress(backend);
     if (!address && !report.ledgerOff)
       report.ledgerFailure = {
-        kind: 'LedgerUnreachable',
+        kind: PoolReason.LedgerUnreachable,
         message: `no leader of backend ${key} is ready to answer`,
       };
     return address;
@@ -381,7 +386,14 @@ export class PoolReconciler {
       await this.writeStatus(b, {
         phase: 'Error',
         phaseMessage: message,
-        conditions: [deciderOf(bindingConditions)('QuotaObserved', 'False', 'PoolNotFound', message)],
+        conditions: [
+          deciderOf(bindingConditions)(
+            BindingCondition.QuotaObserved,
+            'False',
+            BindingReason.PoolNotFound,
+            message,
+          ),
+        ],
         status: workloadStatus(this.workloads(b)),
       });
     }
