@@ -3,6 +3,7 @@
 import type { StatusOf, StatusWritten } from '../api/types.ts';
 import { canonicalJson, sha256Hex } from '../kube/canonical-json.ts';
 import { type KubeClient, refOf } from '../kube/client.ts';
+import { eventLoopYielder } from '../kube/event-loop.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { type ChildConflict, type ClaimOptions, claimChild } from '../model/child-ownership.ts';
 import { withDisplayFigures } from '../model/display-figures.ts';
@@ -114,8 +115,12 @@ export async function applyStatus<O extends StatusWritten>(
 export async function eachWrite<T>(items: readonly T[], work: (item: T) => Promise<unknown>, width = 16) {
   let next = 0;
   let failure: { err: unknown } | undefined;
+  // Most items write nothing and settle at once: without turns, admission would wait for the whole loop.
+  const yieldTurn = eventLoopYielder();
   const worker = async () => {
     while (next < items.length) {
+      await yieldTurn();
+      if (next >= items.length) break;
       const item = items[next++]!;
       try {
         await work(item);
