@@ -21,7 +21,7 @@ const poolOf = (s: Snapshot, b: KVCachePoolBinding) =>
 
 const poolBackend: Check = {
   id: 'pool-backend',
-  title: 'Pool without a usable backend (BackendResolved=False, CapacityAllocatable=False)',
+  title: `Pool without a usable backend (${PoolCondition.BackendResolved}=False, ${PoolCondition.CapacityAllocatable}=False)`,
   run(s) {
     const out: Finding[] = [];
     for (const p of s.pools) {
@@ -62,7 +62,7 @@ const poolBackend: Check = {
 
 const ledgerUnavailable: Check = {
   id: 'ledger-unavailable',
-  title: 'Tenant ledger unavailable (QuotaLedgerAvailable=False, QuotaPolicyWritable=False)',
+  title: `Tenant ledger unavailable (${PoolCondition.QuotaLedgerAvailable}=False, ${PoolCondition.QuotaPolicyWritable}=False)`,
   run(s) {
     const out: Finding[] = [];
     for (const p of s.pools) {
@@ -99,7 +99,7 @@ const ledgerUnavailable: Check = {
 
 const oversubscription: Check = {
   id: 'oversubscription',
-  title: "Ceilings past the pool's total (QuotaWithinTotal=False, Oversubscribed)",
+  title: `Ceilings past the pool's total (${PoolCondition.QuotaWithinTotal}=False, ${PoolReason.Oversubscribed})`,
   run(s) {
     return s.pools.flatMap((p) => {
       const c = conditionOf(p, PoolCondition.QuotaWithinTotal);
@@ -131,7 +131,7 @@ const oversubscription: Check = {
 
 const zeroGrant: Check = {
   id: 'zero-grant',
-  title: 'Zero grant (QuotaGranted=False: ZeroGranted, NoLedgerEntry, GrantNotExported)',
+  title: `Zero grant (${BindingCondition.QuotaGranted}=False: ${BindingReason.ZeroGranted}, ${BindingReason.NoLedgerEntry}, ${BindingReason.GrantNotExported})`,
   run(s) {
     return s.bindings.flatMap((b) => {
       const c = conditionOf(b, BindingCondition.QuotaGranted);
@@ -164,7 +164,7 @@ const zeroGrant: Check = {
 
 const domainClaimedTwice: Check = {
   id: 'domain-claimed-twice',
-  title: 'Domain claimed by two Bindings (DomainExclusive=False)',
+  title: `Domain claimed by two Bindings (${BindingCondition.DomainExclusive}=False)`,
   run(s) {
     return s.bindings.flatMap((b) => {
       const c = conditionOf(b, BindingCondition.DomainExclusive);
@@ -200,7 +200,7 @@ function heldFix(reason: string, o: KVCacheBackend | KVCachePool | KVCachePoolBi
 
 const deletionHeld: Check = {
   id: 'deletion-held',
-  title: 'Deletion held (Releasable=False, Deletable=False)',
+  title: `Deletion held (${BindingCondition.Releasable}=False, ${BackendCondition.Deletable}=False)`,
   run(s) {
     const held = [
       ...s.backends.map(

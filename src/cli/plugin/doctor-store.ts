@@ -54,7 +54,7 @@ function leaderFix(b: KVCacheBackend, reason: string, namespace: string, pod?: s
 
 const leaderUnavailable: Check = {
   id: 'leader-unavailable',
-  title: 'Leader unavailable (LeaderAvailable=False, ElectionObserved=False)',
+  title: `Leader unavailable (${BackendCondition.LeaderAvailable}=False, ${BackendCondition.ElectionObserved}=False)`,
   run(s) {
     const out: Finding[] = [];
     for (const b of s.backends) {
@@ -106,7 +106,7 @@ function memberFix(b: KVCacheBackend, reason: string, message: string, ns: strin
 
 const memberShortfall: Check = {
   id: 'member-shortfall',
-  title: 'Member shortfall (MembersMounted=False: SegmentsShort, NoSegments, a stuck member)',
+  title: `Member shortfall (${BackendCondition.MembersMounted}=False: ${R.SegmentsShort}, ${R.NoSegments}, a stuck member)`,
   run(s) {
     const out: Finding[] = [];
     for (const b of s.backends) {
@@ -135,7 +135,7 @@ function tierPath(b: KVCacheBackend): string | undefined {
 
 const tierDirectory: Check = {
   id: 'tier-directory',
-  title: 'Tier directory missing or unwritable (FailedMount, no write permission)',
+  title: `Tier directory missing or unwritable (${R.FailedMount}, no write permission)`,
   run(s) {
     const out: Finding[] = [];
     for (const b of s.backends) {
@@ -192,7 +192,7 @@ const tierDirectory: Check = {
 
 const preexistingContent: Check = {
   id: 'preexisting-tier-content',
-  title: 'Tier directory held content before the backend (TierWasEmpty=False)',
+  title: `Tier directory held content before the backend (${BackendCondition.TierWasEmpty}=False)`,
   run(s) {
     return s.backends.flatMap((b): Finding[] => {
       const c = conditionOf(b, BackendCondition.TierWasEmpty);
