@@ -8,7 +8,7 @@ import {
 } from '../../api/kvcache-pool-binding-conditions.ts';
 import { PoolCondition, PoolReason } from '../../api/kvcache-pool-conditions.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
-import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
+import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, StatusOf } from '../../api/types.ts';
 import {
   applyChild,
   applyStatus,
@@ -360,7 +360,7 @@ export class PoolReconciler {
 
   private async writeStatus<O extends KVCachePool | KVCachePoolBinding>(
     obj: O,
-    d: Decision<StatusFields<NonNullable<O['status']>>>,
+    d: Decision<StatusFields<StatusOf<O>>>,
   ) {
     const conditions = mergeConditions(
       obj.status?.conditions,
@@ -370,7 +370,7 @@ export class PoolReconciler {
     );
     // The decision holds every field but these three, so together they are the kind's whole status.
     const status = { phase: d.phase, phaseMessage: d.phaseMessage, conditions, ...d.status };
-    await applyStatus(this.ctx.client, obj, status as NonNullable<O['status']>);
+    await applyStatus(this.ctx.client, obj, status as StatusOf<O>);
   }
 
   /** Bindings naming a pool that does not exist: nothing is owed to any master. */
