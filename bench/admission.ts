@@ -16,8 +16,9 @@ import { waitFor } from '../src/kube/wait-for.ts';
 import { type Families, parsePrometheusText } from '../src/store/prometheus.ts';
 import { mutatingConfigurationName, validatingConfigurationName } from '../src/webhooks/configuration.ts';
 import { applyWebhookConfigurations, webhookHooks } from '../src/webhooks/index.ts';
+import { binding, externalBackend, pool } from '../test/support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../test/support/mooncake-store.ts';
-import { binding, externalBackend, pool, untilBinding } from '../test/support/pool-fixtures.ts';
+import { untilBinding } from '../test/support/pool-fixtures.ts';
 import { apiserverMetrics, histogram, quantileSince } from './apiserver-metrics.ts';
 import { ratio, round, spread, writeResult } from './results.ts';
 
@@ -34,7 +35,8 @@ let serial = 0;
 function objectFor(kind: Kind, phase: string): KubeObject {
   serial += 1;
   const name = `${phase}-${serial}`;
-  if (kind === 'binding') return binding(team, `b-${name}`, 'shared-dram', '1Mi', { name: `d-${name}` });
+  if (kind === 'binding')
+    return binding(team, `b-${name}`, { pool: 'shared-dram', ceiling: '1Mi', domain: `d-${name}` });
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -76,7 +78,9 @@ async function createPresent(clients: KubeClient[], count: number) {
   const worker = async (c: KubeClient) => {
     while (next < count) {
       const i = next++;
-      await c.create(binding(team, `present-${i}`, 'shared-dram', '1Mi', { name: `present-${i}` }));
+      await c.create(
+        binding(team, `present-${i}`, { pool: 'shared-dram', ceiling: '1Mi', domain: `present-${i}` }),
+      );
     }
   };
   await Promise.all(Array.from({ length: 25 }, (_, i) => worker(clients[i % clients.length]!)));
@@ -124,8 +128,8 @@ try {
   });
   await awaitAdmissionInForce(admin, 60_000);
   await admin.create(externalBackend('mooncake-dram', store));
-  await admin.create(pool('shared-dram', 'mooncake-dram', '1Gi'));
-  await admin.create(binding(team, 'cache', 'shared-dram', '64Mi', { name: 'cache' }));
+  await admin.create(pool('shared-dram', { backend: 'mooncake-dram', total: '1Gi' }));
+  await admin.create(binding(team, 'cache', { pool: 'shared-dram', ceiling: '64Mi', domain: 'cache' }));
   await untilBinding(admin, team, 'cache', 'Ready', (b) => b.status?.phase === 'Ready', 60_000);
   await createPresent(clients, present);
   const bindingsPresent = (

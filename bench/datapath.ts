@@ -13,9 +13,10 @@ import { installCrds } from '../local/install-crds.ts';
 import { mooncakeBinary } from '../local/toolchain.ts';
 import { clientConfigAnnotation } from '../src/inject/types.ts';
 import { KubeClient, type KubeObject } from '../src/kube/client.ts';
+import { binding, externalBackend, pool } from '../test/support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../test/support/mooncake-store.ts';
 import { startOperatorInProcess } from '../test/support/operator.ts';
-import { binding, externalBackend, pool, untilBinding } from '../test/support/pool-fixtures.ts';
+import { untilBinding } from '../test/support/pool-fixtures.ts';
 import { median, percentile, round, writeResult } from './results.ts';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -70,8 +71,10 @@ async function injectedPod(store: MooncakeStore): Promise<Pod> {
     const operator = await startOperatorInProcess(cp.kubeconfigPath, { webhooks: true });
     try {
       await admin.create(externalBackend('mooncake-dram', store));
-      await admin.create(pool('shared-dram', 'mooncake-dram', '2Gi'));
-      await admin.create(binding(team, 'cache', 'shared-dram', '1536Mi', { name: 'team-a-cache' }));
+      await admin.create(pool('shared-dram', { backend: 'mooncake-dram', total: '2Gi' }));
+      await admin.create(
+        binding(team, 'cache', { pool: 'shared-dram', ceiling: '1536Mi', domain: 'team-a-cache' }),
+      );
       await untilBinding(admin, team, 'cache', 'Ready', (b) => b.status?.phase === 'Ready', 60_000);
       return await admin.create<Pod>({
         apiVersion: 'v1',

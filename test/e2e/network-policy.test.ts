@@ -10,8 +10,9 @@ import { after, before, describe, it } from 'node:test';
 import type { NetworkPolicy } from 'kubernetes-types/networking/v1.js';
 import { storeImage } from '../../images/recipes.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
+import { binding, pool } from '../support/kvcache-fixtures.ts';
 import { type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
-import { binding, pool, v1 } from '../support/pool-fixtures.ts';
+import { v1 } from '../support/pool-fixtures.ts';
 import { waitFor } from '../support/wait.ts';
 
 const storeNs = 'gpustack-system';
@@ -183,10 +184,13 @@ describe('a store admits only the namespaces bound to it, enforced', () => {
       } as KubeObject,
       { fieldManager: 'test' },
     );
-    await client.apply(pool('np-pool', backendName, '512Mi'), { fieldManager: 'test' });
-    await client.apply(binding(bound, bound, 'np-pool', '256Mi', { blockSize: 16 }), {
-      fieldManager: 'test',
-    });
+    await client.apply(pool('np-pool', { backend: backendName, total: '512Mi' }), { fieldManager: 'test' });
+    await client.apply(
+      binding(bound, bound, { pool: 'np-pool', ceiling: '256Mi', domain: null, blockSize: 16 }),
+      {
+        fieldManager: 'test',
+      },
+    );
     for (const name of [bound, unbound]) await client.apply(probePod(name), { fieldManager: 'test' });
     await waitFor(
       async () => {

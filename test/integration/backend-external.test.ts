@@ -7,9 +7,9 @@ import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { externalBackend } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { externalBackend } from '../support/pool-fixtures.ts';
 import { afterReconciles } from '../support/reconciles.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -10,9 +10,10 @@ import type { KubeObject } from '../../src/kube/object.ts';
 import { claimName, claimSelector, type DomainClaim } from '../../src/model/domain-claims.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { binding, externalBackend, pool, v1 } from '../support/pool-fixtures.ts';
+import { v1 } from '../support/pool-fixtures.ts';
 import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;
@@ -46,7 +47,7 @@ describe('Binding domain claims', () => {
     return err.message;
   };
   const create = (namespace: string, name: string, domain: string) =>
-    cluster.client.create(binding(namespace, name, 'pool-l', '1Mi', { name: domain }));
+    cluster.client.create(binding(namespace, name, { pool: 'pool-l', ceiling: '1Mi', domain: domain }));
 
   before(async () => {
     [cluster, store] = await Promise.all([
@@ -56,7 +57,7 @@ describe('Binding domain claims', () => {
     for (const n of [ns, 'ns1', 'ns2', 'quota-zero']) await ensureNamespace(cluster.client, n);
     await start();
     await cluster.client.create(externalBackend('ledger', store));
-    await cluster.client.create(pool('pool-l', 'ledger', '64Mi'));
+    await cluster.client.create(pool('pool-l', { backend: 'ledger', total: '64Mi' }));
   });
   after(async () => {
     await operator?.stop();

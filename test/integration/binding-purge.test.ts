@@ -11,18 +11,10 @@ import type { KVCachePoolBinding } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import {
-  binding,
-  condition,
-  externalBackend,
-  ledgerTenants,
-  pool,
-  tenantMetric,
-  untilBinding,
-  v1,
-} from '../support/pool-fixtures.ts';
+import { condition, ledgerTenants, tenantMetric, untilBinding, v1 } from '../support/pool-fixtures.ts';
 import { afterReconciles } from '../support/reconciles.ts';
 import { runStoreClient } from '../support/store-client.ts';
 import { waitFor } from '../support/wait.ts';
@@ -69,7 +61,7 @@ async function setUp(store: MooncakeStore) {
     observeIntervalMs: 500,
   });
   await cluster.client.create(externalBackend('mooncake-dram', store));
-  await cluster.client.create(pool('shared-dram', 'mooncake-dram', '64Mi'));
+  await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '64Mi' }));
   return { cluster, operator };
 }
 
@@ -104,8 +96,12 @@ describe('deleting a Binding whose domain holds data (purge-on-delete)', () => {
       masterArgs: [`--default_kv_lease_ttl=${leaseMs}`],
     });
     ({ cluster, operator } = await setUp(store));
-    await cluster.client.create(binding('team-a', 'cache', 'shared-dram', '16Mi', { name: 'chat-a' }));
-    await cluster.client.create(binding('team-b', 'cache', 'shared-dram', '16Mi', { name: 'chat-b' }));
+    await cluster.client.create(
+      binding('team-a', 'cache', { pool: 'shared-dram', ceiling: '16Mi', domain: 'chat-a' }),
+    );
+    await cluster.client.create(
+      binding('team-b', 'cache', { pool: 'shared-dram', ceiling: '16Mi', domain: 'chat-b' }),
+    );
     await untilRegistered(store, ['chat-a', 'chat-b']);
     assert.deepEqual(await write(store, 'chat-a', keys), [0, 0, 0]);
     assert.deepEqual(await write(store, 'chat-b', keys), [0, 0, 0]);
@@ -196,8 +192,12 @@ describe('purge-on-delete on a store with a disk tier', () => {
       masterArgs: [`--default_kv_lease_ttl=${leaseMs}`],
     });
     ({ cluster, operator } = await setUp(store));
-    await cluster.client.create(binding('team-a', 'cache', 'shared-dram', '16Mi', { name: 'disk-a' }));
-    await cluster.client.create(binding('team-b', 'cache', 'shared-dram', '16Mi', { name: 'disk-b' }));
+    await cluster.client.create(
+      binding('team-a', 'cache', { pool: 'shared-dram', ceiling: '16Mi', domain: 'disk-a' }),
+    );
+    await cluster.client.create(
+      binding('team-b', 'cache', { pool: 'shared-dram', ceiling: '16Mi', domain: 'disk-b' }),
+    );
     await untilRegistered(store, ['disk-a', 'disk-b']);
     // Past its ceiling, a domain's older objects are evicted to the tier (once their lease is over).
     for (const batch of [0, 1, 2]) {

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { intentConfirmation } from '../../src/context/current-intent.ts';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 import { testClient, uniqueName } from '../support/cluster.ts';
-import { externalBackend } from '../unit/kvcache-builders.ts';
+import { externalBackend } from '../support/kvcache-fixtures.ts';
 
 type Backend = KubeObject & {
   spec: { connection: { external: { endpoints: { name: string; address: string }[] } } };

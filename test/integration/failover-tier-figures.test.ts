@@ -21,9 +21,9 @@ import { sightingOf } from '../../src/store/master-sighting.ts';
 import { observeStore } from '../../src/store/observe.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { externalBackend } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { externalBackend } from '../support/pool-fixtures.ts';
 import { runStoreClient } from '../support/store-client.ts';
 import { waitFor } from '../support/wait.ts';
 

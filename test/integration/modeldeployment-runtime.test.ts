@@ -8,9 +8,10 @@ import type { ModelDeployment } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { binding, condition, externalBackend, pool, untilBinding, v1 } from '../support/pool-fixtures.ts';
+import { condition, untilBinding, v1 } from '../support/pool-fixtures.ts';
 import { waitFor } from '../support/wait.ts';
 
 type Workload = KubeObject & {
@@ -84,8 +85,10 @@ describe('ModelDeployment images, render failures and held replicas', () => {
       },
     } as KubeObject);
     await cluster.client.create(externalBackend('mooncake-dram', store));
-    await cluster.client.create(pool('shared-dram', 'mooncake-dram', '64Mi'));
-    await cluster.client.create(binding('team-a', 'team-a', 'shared-dram', '32Mi', { name: 'chat' }));
+    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '64Mi' }));
+    await cluster.client.create(
+      binding('team-a', 'team-a', { pool: 'shared-dram', ceiling: '32Mi', domain: 'chat' }),
+    );
     await untilBinding(cluster.client, 'team-a', 'team-a', 'Ready', (b) => b.status?.phase === 'Ready');
   });
   after(async () => {

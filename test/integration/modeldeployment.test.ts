@@ -8,17 +8,10 @@ import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import {
-  binding,
-  condition,
-  externalBackend,
-  pool,
-  untilBinding,
-  untilPool,
-  v1,
-} from '../support/pool-fixtures.ts';
+import { condition, untilBinding, untilPool, v1 } from '../support/pool-fixtures.ts';
 import { seedObjects } from '../support/seed.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -90,7 +83,7 @@ describe('ModelDeployment and Pod injection', () => {
       spec: { os: 'linux', arch: 'amd64', unitResources: { cpu: '1', ram: '2Gi' }, localStorage: '10Gi' },
     } as KubeObject);
     await cluster.client.create(externalBackend('mooncake-dram', store));
-    await cluster.client.create(pool('shared-dram', 'mooncake-dram', '64Mi'));
+    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '64Mi' }));
     for (const obj of seedObjects('step-2-pool-binding.yaml').filter(
       (o) => o.kind === 'KVCachePoolBinding',
     )) {
@@ -100,8 +93,10 @@ describe('ModelDeployment and Pod injection', () => {
       } as KubeObject);
     }
     await cluster.client.create(
-      binding('team-a', 'qwen-fp8', 'shared-dram', '16Mi', {
-        name: 'qwen-fp8-v1',
+      binding('team-a', 'qwen-fp8', {
+        pool: 'shared-dram',
+        ceiling: '16Mi',
+        domain: 'qwen-fp8-v1',
         blockSize: 16,
         dtype: 'fp8_e4m3',
       }),
@@ -375,7 +370,9 @@ describe('ModelDeployment and Pod injection', () => {
   // created from then on — the state every cache is in for a moment after a create, made to last.
   it('injects a Pod naming a Binding its cache has not seen yet (admission re-reads the apiserver)', async () => {
     await operator.ctx.informers.get({ apiVersion: v1, kind: 'KVCachePoolBinding' }).stop();
-    await cluster.client.create(binding('team-a', 'late', 'shared-dram', '8Mi', { name: 'late-v1' }));
+    await cluster.client.create(
+      binding('team-a', 'late', { pool: 'shared-dram', ceiling: '8Mi', domain: 'late-v1' }),
+    );
     const created = await cluster.client.create<PodObj>(
       pod(
         'late-pod',

@@ -10,9 +10,10 @@ import { createCertificateAuthority, loadCertificateAuthority } from '../../src/
 import { allow, deny, WebhookServer } from '../../src/kube/webhook-server.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { binding, externalBackend, pool, untilBinding } from '../support/pool-fixtures.ts';
+import { untilBinding } from '../support/pool-fixtures.ts';
 import { waitFor } from '../support/wait.ts';
 
 type PodObj = KubeObject & {
@@ -46,8 +47,10 @@ describe('Pod injection with a sidecar injector after it', () => {
     for (const ns of ['gpustack-system', 'team-a']) await ensureNamespace(cluster.client, ns);
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
     await cluster.client.create(externalBackend('mooncake-dram', store));
-    await cluster.client.create(pool('shared-dram', 'mooncake-dram', '64Mi'));
-    await cluster.client.create(binding('team-a', 'team-a', 'shared-dram', '32Mi', { name: 'chat' }));
+    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '64Mi' }));
+    await cluster.client.create(
+      binding('team-a', 'team-a', { pool: 'shared-dram', ceiling: '32Mi', domain: 'chat' }),
+    );
     await untilBinding(cluster.client, 'team-a', 'team-a', 'Ready', (b) => b.status?.phase === 'Ready');
 
     const ca = await createCertificateAuthority('sidecar-injector');

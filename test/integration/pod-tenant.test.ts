@@ -9,9 +9,10 @@ import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { binding, externalBackend, pool, untilBinding } from '../support/pool-fixtures.ts';
+import { untilBinding } from '../support/pool-fixtures.ts';
 
 const sglang: Container = {
   name: 'engine',
@@ -64,8 +65,10 @@ describe('a Pod naming a store tenant', () => {
     for (const ns of ['gpustack-system', 'team-a', 'elsewhere']) await ensureNamespace(cluster.client, ns);
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
     await cluster.client.create(externalBackend('mooncake-dram', store));
-    await cluster.client.create(pool('shared-dram', 'mooncake-dram', '64Mi'));
-    await cluster.client.create(binding('team-a', 'team-a', 'shared-dram', '32Mi', { name: 'chat' }));
+    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '64Mi' }));
+    await cluster.client.create(
+      binding('team-a', 'team-a', { pool: 'shared-dram', ceiling: '32Mi', domain: 'chat' }),
+    );
     await untilBinding(cluster.client, 'team-a', 'team-a', 'Ready', (b) => b.status?.phase === 'Ready');
   });
   after(async () => {

@@ -9,16 +9,10 @@ import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import {
-  binding,
-  condition,
-  externalBackend,
-  pool,
-  untilBinding,
-  untilPool,
-} from '../support/pool-fixtures.ts';
+import { condition, untilBinding, untilPool } from '../support/pool-fixtures.ts';
 
 const MiB = 1 << 20;
 
@@ -57,9 +51,9 @@ describe('pool and Binding admission, and a master without a tenant ledger', () 
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
     await cluster.client.create(externalBackend('with-ledger', ledger));
     await cluster.client.create(externalBackend('no-ledger', plain));
-    await cluster.client.create(pool('pool-a', 'with-ledger', '64Mi'));
-    await cluster.client.create(pool('pool-a2', 'with-ledger', '64Mi'));
-    await cluster.client.create(pool('pool-off', 'no-ledger', '64Mi'));
+    await cluster.client.create(pool('pool-a', { backend: 'with-ledger', total: '64Mi' }));
+    await cluster.client.create(pool('pool-a2', { backend: 'with-ledger', total: '64Mi' }));
+    await cluster.client.create(pool('pool-off', { backend: 'no-ledger', total: '64Mi' }));
   });
   after(async () => {
     await operator?.stop();
@@ -70,7 +64,7 @@ describe('pool and Binding admission, and a master without a tenant ledger', () 
 
   it('refuses a pool naming a backend that does not exist', async () => {
     await refused(
-      pool('pool-x', 'missing', '1Gi'),
+      pool('pool-x', { backend: 'missing', total: '1Gi' }),
       'spec.backends[0]',
       'KVCacheBackend "missing" does not exist',
       'create the backend first',
@@ -78,35 +72,42 @@ describe('pool and Binding admission, and a master without a tenant ledger', () 
   });
 
   it('refuses a domain already claimed on the same master, from any pool on it, in any namespace', async () => {
-    await cluster.client.create(binding('ns1', 'b1', 'pool-a', '16Mi', { name: 'shared' }));
+    await cluster.client.create(binding('ns1', 'b1', { pool: 'pool-a', ceiling: '16Mi', domain: 'shared' }));
     const elsewhere = await refused(
-      binding('ns2', 'b2', 'pool-a2', '16Mi', { name: 'shared' }),
+      binding('ns2', 'b2', { pool: 'pool-a2', ceiling: '16Mi', domain: 'shared' }),
       'spec.domain.name',
       'already claimed on this store (backend with-ledger) by another namespace',
       'choose another spec.domain.name',
     );
     assert.doesNotMatch(elsewhere, /ns1|b1/, 'another namespace’s Binding is not named');
     await refused(
-      binding('ns1', 'b4', 'pool-a2', '16Mi', { name: 'shared' }),
+      binding('ns1', 'b4', { pool: 'pool-a2', ceiling: '16Mi', domain: 'shared' }),
       'spec.domain.name',
       'already claimed on backend with-ledger by KVCachePoolBinding ns1/b1',
     );
-    await cluster.client.create(binding('ns2', 'b3', 'pool-off', '16Mi', { name: 'shared' })); // another backend: admitted
+    // another backend: admitted
+    await cluster.client.create(
+      binding('ns2', 'b3', { pool: 'pool-off', ceiling: '16Mi', domain: 'shared' }),
+    );
   });
 
   it('treats two omitted domain names as one ("default") and refuses the second', async () => {
-    await cluster.client.create(binding('ns1', 'd1', 'pool-a', '8Mi', {}));
-    await refused(binding('ns2', 'd2', 'pool-a2', '8Mi', {}), 'spec.domain.name', 'domain "default"');
+    await cluster.client.create(binding('ns1', 'd1', { pool: 'pool-a', ceiling: '8Mi', domain: null }));
+    await refused(
+      binding('ns2', 'd2', { pool: 'pool-a2', ceiling: '8Mi', domain: null }),
+      'spec.domain.name',
+      'domain "default"',
+    );
   });
 
   it('refuses dtype auto on create, and a ceiling above the pool total', async () => {
     await refused(
-      binding('ns1', 'auto', 'pool-a', '8Mi', { name: 'auto-dtype', dtype: 'auto' }),
+      binding('ns1', 'auto', { pool: 'pool-a', ceiling: '8Mi', domain: 'auto-dtype', dtype: 'auto' }),
       'spec.domain.dtype',
       'bfloat16',
     );
     await refused(
-      binding('ns1', 'big', 'pool-a', '65Mi', { name: 'big' }),
+      binding('ns1', 'big', { pool: 'pool-a', ceiling: '65Mi', domain: 'big' }),
       'spec.quota.ceiling',
       '64Mi',
       'raise the pool',
@@ -114,7 +115,9 @@ describe('pool and Binding admission, and a master without a tenant ledger', () 
   });
 
   it('warns that a second distinct domain on a ledger master needs engines that pass the tenant', async () => {
-    const stderr = await applyWithKubectl(binding('ns2', 'second', 'pool-a2', '8Mi', { name: 'second' }));
+    const stderr = await applyWithKubectl(
+      binding('ns2', 'second', { pool: 'pool-a2', ceiling: '8Mi', domain: 'second' }),
+    );
     assert.match(stderr, /Warning: domain "second" is a second reuse domain on backend with-ledger/);
   });
 
@@ -142,7 +145,7 @@ describe('pool and Binding admission, and a master without a tenant ledger', () 
 
   it('refuses a second distinct domain where the master holds no ledger', async () => {
     await refused(
-      binding('ns1', 'other', 'pool-off', '8Mi', { name: 'another' }),
+      binding('ns1', 'other', { pool: 'pool-off', ceiling: '8Mi', domain: 'another' }),
       'spec.domain.name',
       'holds no tenant ledger',
       'exactly one reuse domain',
@@ -164,7 +167,9 @@ describe('pool and Binding admission, and a master without a tenant ledger', () 
         },
       },
     } as KubeObject);
-    const stderr = await applyWithKubectl(pool('pool-managed-off', 'managed-off', '64Mi'));
+    const stderr = await applyWithKubectl(
+      pool('pool-managed-off', { backend: 'managed-off', total: '64Mi' }),
+    );
     assert.match(stderr, /Warning: backend "managed-off" runs without multi-tenancy/);
   });
 });

@@ -16,9 +16,10 @@ import { parseQuantityBytes } from '../../src/model/quantity.ts';
 import type { AdminFaultProxy } from '../support/admin-fault-proxy.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import type { IsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import type { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { binding, externalBackend, pool, v1 } from '../support/pool-fixtures.ts';
+import { v1 } from '../support/pool-fixtures.ts';
 import { startProxiedStore } from '../support/proxied-store.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -64,7 +65,7 @@ describe('the pool controller across an etcd restart under load', () => {
     });
     watcher.start();
     await cluster.client.create(externalBackend('mooncake-dram', store, proxy.address));
-    await cluster.client.create(pool('shared-dram', 'mooncake-dram', String(1 << 30)));
+    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: String(1 << 30) }));
   });
   after(async () => {
     await watcher?.stop();
@@ -81,7 +82,9 @@ describe('the pool controller across an etcd restart under load', () => {
     for (let i = 0; i < 8; i++) {
       const name = `b${i}`;
       give(name, BigInt((i + 1) * MiB));
-      await admin.create(binding(ns, name, 'shared-dram', String((i + 1) * MiB), { name }));
+      await admin.create(
+        binding(ns, name, { pool: 'shared-dram', ceiling: String((i + 1) * MiB), domain: name }),
+      );
     }
 
     // The load: a new Binding or a new ceiling for an existing one, one after another, until stopped.
@@ -94,7 +97,10 @@ describe('the pool controller across an etcd restart under load', () => {
         const bytes = BigInt(MiB + k * 4096);
         give(name, bytes);
         try {
-          if (fresh) await admin.create(binding(ns, name, 'shared-dram', String(bytes), { name }));
+          if (fresh)
+            await admin.create(
+              binding(ns, name, { pool: 'shared-dram', ceiling: String(bytes), domain: name }),
+            );
           else
             await admin.mergePatch(
               { apiVersion: v1, kind: 'KVCachePoolBinding', namespace: ns, name },

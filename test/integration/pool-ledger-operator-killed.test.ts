@@ -20,6 +20,7 @@ import { parseQuantityBytes } from '../../src/model/quantity.ts';
 import type { AdminFaultProxy, HeldRequest } from '../support/admin-fault-proxy.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import type { IsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import type { MooncakeStore } from '../support/mooncake-store.ts';
 import {
   type AccountKubeconfig,
@@ -27,7 +28,7 @@ import {
   installOperatorAccess,
 } from '../support/operator-access.ts';
 import { startOperatorProcess } from '../support/operator-process.ts';
-import { binding, externalBackend, pool, v1 } from '../support/pool-fixtures.ts';
+import { v1 } from '../support/pool-fixtures.ts';
 import { startProxiedStore } from '../support/proxied-store.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -128,7 +129,7 @@ describe('the operator killed in the middle of a ledger pass', () => {
     await installOperatorAccess(cluster.client, ns);
     account = await accountKubeconfig(cluster.client, cluster.cp.kubeconfigPath, ns);
     await cluster.client.create(externalBackend('mooncake-dram', store, proxy.address));
-    await cluster.client.create(pool('shared-dram', 'mooncake-dram', String(1 << 30)));
+    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: String(1 << 30) }));
   });
   after(async () => {
     proxy?.release();
@@ -143,7 +144,9 @@ describe('the operator killed in the middle of a ledger pass', () => {
   it('is finished by the next leader: the ledger ends equal to the Bindings, nothing lost or doubled', async () => {
     const admin = cluster.client;
     for (let i = 0; i < 6; i++)
-      await admin.create(binding(team, `b${i}`, 'shared-dram', String((i + 1) * MiB), { name: `b${i}` }));
+      await admin.create(
+        binding(team, `b${i}`, { pool: 'shared-dram', ceiling: String((i + 1) * MiB), domain: `b${i}` }),
+      );
     const first = start('op-a');
     await waitFor(async () => ((await bindings()).every(settled) ? true : undefined), {
       what: 'the first six Bindings Ready',
@@ -153,7 +156,9 @@ describe('the operator killed in the middle of a ledger pass', () => {
     first.signal('SIGTERM');
     await first.exited;
     for (let i = 0; i < 12; i++)
-      await admin.create(binding(team, `n${i}`, 'shared-dram', String((20 + i) * MiB), { name: `n${i}` }));
+      await admin.create(
+        binding(team, `n${i}`, { pool: 'shared-dram', ceiling: String((20 + i) * MiB), domain: `n${i}` }),
+      );
     await admin.mergePatch(ref('b3'), { spec: { quota: { ceiling: String(40 * MiB) } } });
     for (const name of ['b0', 'b1', 'b2']) await admin.delete(ref(name));
 

@@ -8,9 +8,10 @@ import { type ApplyOptions, KubeClient, type KubeObject } from '../../src/kube/c
 import { parseQuantityBytes } from '../../src/model/quantity.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { binding, externalBackend, pool, untilBinding, untilPool, v1 } from '../support/pool-fixtures.ts';
+import { untilBinding, untilPool, v1 } from '../support/pool-fixtures.ts';
 import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;
@@ -49,9 +50,11 @@ describe('status writes apart from the ledger pass', () => {
     } as typeof apply;
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath);
     await cluster.client.create(externalBackend('mooncake-dram', store));
-    await cluster.client.create(pool('shared-dram', 'mooncake-dram', '64Mi'));
+    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '64Mi' }));
     for (const name of ['a', 'b'])
-      await cluster.client.create(binding('team-a', name, 'shared-dram', '1Mi', { name: `team-a-${name}` }));
+      await cluster.client.create(
+        binding('team-a', name, { pool: 'shared-dram', ceiling: '1Mi', domain: `team-a-${name}` }),
+      );
     for (const name of ['a', 'b'])
       await untilBinding(cluster.client, 'team-a', name, 'Ready', (b) => b.status?.phase === 'Ready', 30_000);
   });

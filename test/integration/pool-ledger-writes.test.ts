@@ -9,17 +9,10 @@ import type { KVCachePool } from '../../src/api/types.ts';
 import type { AdminFaultProxy } from '../support/admin-fault-proxy.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import type { IsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import type { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import {
-  binding,
-  condition,
-  externalBackend,
-  ledgerTenants,
-  pool,
-  untilBinding,
-  v1,
-} from '../support/pool-fixtures.ts';
+import { condition, ledgerTenants, untilBinding, v1 } from '../support/pool-fixtures.ts';
 import { startProxiedStore } from '../support/proxied-store.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -49,7 +42,9 @@ describe('one tenant’s failed ledger write on a real master', () => {
     for (const ns of ['gpustack-system', 'team-a']) await ensureNamespace(cluster.client, ns);
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath);
     await cluster.client.create(externalBackend('mooncake-dram', store, proxy.address));
-    await cluster.client.create(pool('shared-dram', 'mooncake-dram', '999999999999999999'));
+    await cluster.client.create(
+      pool('shared-dram', { backend: 'mooncake-dram', total: '999999999999999999' }),
+    );
   });
   after(async () => {
     await operator?.stop();
@@ -61,7 +56,9 @@ describe('one tenant’s failed ledger write on a real master', () => {
   it('writes every other tenant, and reports the failure on that Binding alone', async () => {
     proxy.fail('PUT', 'beta');
     for (const name of ['alpha', 'beta', 'gamma'])
-      await cluster.client.create(binding('team-a', name, 'shared-dram', '8Mi', { name }));
+      await cluster.client.create(
+        binding('team-a', name, { pool: 'shared-dram', ceiling: '8Mi', domain: name }),
+      );
     await ready('alpha');
     await ready('gamma');
     const beta = await untilBinding(
@@ -118,7 +115,9 @@ describe('one tenant’s failed ledger write on a real master', () => {
 
   it('writes and reports a ceiling above 2^53 bytes exactly', async () => {
     const exact = '9007199254740993'; // 2^53 + 1: a JavaScript number would make it ...992
-    await cluster.client.create(binding('team-a', 'huge', 'shared-dram', exact, { name: 'huge' }));
+    await cluster.client.create(
+      binding('team-a', 'huge', { pool: 'shared-dram', ceiling: exact, domain: 'huge' }),
+    );
     const b = await untilBinding(
       cluster.client,
       'team-a',

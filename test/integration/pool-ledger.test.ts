@@ -8,14 +8,12 @@ import type { KubeObject } from '../../src/kube/object.ts';
 import { parseQuantityBytes } from '../../src/model/quantity.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
 import {
-  binding,
   condition,
-  externalBackend,
   ledgerTenants,
-  pool,
   tenantMetric,
   untilBinding,
   untilPool,
@@ -66,7 +64,7 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
       observeIntervalMs: 500,
     });
     await cluster.client.create(externalBackend('mooncake-dram', store));
-    await cluster.client.create(pool('shared-dram', 'mooncake-dram', '128Mi'));
+    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '128Mi' }));
   });
   after(async () => {
     await operator?.stop();
@@ -76,7 +74,9 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
 
   it('grants the first Binding its ceiling within 2 s, written verbatim to the master', async () => {
     const t0 = performance.now();
-    await cluster.client.create(binding('team-a', 'team-a', 'shared-dram', '64Mi', { blockSize: 64 }));
+    await cluster.client.create(
+      binding('team-a', 'team-a', { pool: 'shared-dram', ceiling: '64Mi', domain: null, blockSize: 64 }),
+    );
     const b = await untilBinding(
       cluster.client,
       'team-a',
@@ -93,9 +93,16 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
   });
 
   it('oversubscribes 8:8:4 over 16 units: pool Oversubscribed but Ready, grants recut by the store 6.4:6.4:3.2', async () => {
-    await cluster.client.create(binding('team-b', 'team-b', 'shared-dram', '64Mi', { name: 'llama-8b-v1' }));
     await cluster.client.create(
-      binding('team-a', 'qwen-fp8', 'shared-dram', '32Mi', { name: 'qwen-fp8-v1', dtype: 'fp8_e4m3' }),
+      binding('team-b', 'team-b', { pool: 'shared-dram', ceiling: '64Mi', domain: 'llama-8b-v1' }),
+    );
+    await cluster.client.create(
+      binding('team-a', 'qwen-fp8', {
+        pool: 'shared-dram',
+        ceiling: '32Mi',
+        domain: 'qwen-fp8-v1',
+        dtype: 'fp8_e4m3',
+      }),
     );
     const p = await untilPool(
       cluster.client,
@@ -295,8 +302,8 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
   });
 
   it('releases the entries of a pool’s Bindings when the pool and its Bindings are deleted', async () => {
-    await cluster.client.create(pool('pool-2', 'mooncake-dram', '32Mi'));
-    await cluster.client.create(binding('team-b', 'b2', 'pool-2', '8Mi', { name: 'd2' }));
+    await cluster.client.create(pool('pool-2', { backend: 'mooncake-dram', total: '32Mi' }));
+    await cluster.client.create(binding('team-b', 'b2', { pool: 'pool-2', ceiling: '8Mi', domain: 'd2' }));
     await waitFor(async () => ((await ledgerTenants(store)).includes('d2') ? true : undefined), {
       what: 'd2 registered',
       timeoutMs: 5000,
@@ -384,15 +391,15 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
     // Two backends of their own, so each check stands alone (no other pool or Binding on them).
     await cluster.client.create(externalBackend('spare-1', store));
     await cluster.client.create(externalBackend('spare-2', store));
-    await cluster.client.create(pool('pool-3', 'spare-1', '16Mi'));
+    await cluster.client.create(pool('pool-3', { backend: 'spare-1', total: '16Mi' }));
     await taken('KVCacheBackend', 'spare-2');
     await taken('KVCachePool', 'pool-3');
     await operator.ctx.informers.get({ apiVersion: v1, kind: 'KVCachePoolBinding' }).stop();
-    await cluster.client.create(binding('team-b', 'b3', 'pool-3', '8Mi', { name: 'd3' }));
+    await cluster.client.create(binding('team-b', 'b3', { pool: 'pool-3', ceiling: '8Mi', domain: 'd3' }));
     await cluster.client.delete({ apiVersion: v1, kind: 'KVCachePool', name: 'pool-3' });
 
     await operator.ctx.informers.get({ apiVersion: v1, kind: 'KVCachePool' }).stop();
-    await cluster.client.create(pool('pool-4', 'spare-2', '16Mi'));
+    await cluster.client.create(pool('pool-4', { backend: 'spare-2', total: '16Mi' }));
     await cluster.client.delete({ apiVersion: v1, kind: 'KVCacheBackend', name: 'spare-2' });
     // Each deletion wakes a pass at once, and every object is passed again each half second: three
     // rounds of the four ledger keys and the three backends.

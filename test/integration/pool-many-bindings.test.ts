@@ -8,18 +8,10 @@ import { after, before, describe, it } from 'node:test';
 import type { KVCachePool, KVCachePoolBinding } from '../../src/api/types.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import {
-  binding,
-  condition,
-  externalBackend,
-  ledgerTenants,
-  pool,
-  untilBinding,
-  untilPool,
-  v1,
-} from '../support/pool-fixtures.ts';
+import { condition, ledgerTenants, untilBinding, untilPool, v1 } from '../support/pool-fixtures.ts';
 import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;
@@ -53,7 +45,7 @@ describe(`a pool with ${count} Bindings`, () => {
     for (const n of ['gpustack-system', ns, 'team-a']) await ensureNamespace(cluster.client, n);
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath);
     await cluster.client.create(externalBackend('mooncake-dram', store));
-    await cluster.client.create(pool('shared-dram', 'mooncake-dram', '64Mi'));
+    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '64Mi' }));
   });
   after(async () => {
     await operator?.stop();
@@ -64,7 +56,7 @@ describe(`a pool with ${count} Bindings`, () => {
   it('grants every Binding and keeps the pool status small, with counts', async () => {
     // 1,500 ceilings of 16Ki sum to 24Mi, within the master's 64Mi: every grant is the ceiling.
     await inBatches(names, 25, (name) =>
-      cluster.client.create(binding(ns, name, 'shared-dram', '16Ki', { name })),
+      cluster.client.create(binding(ns, name, { pool: 'shared-dram', ceiling: '16Ki', domain: name })),
     );
     const p = await untilPool(
       cluster.client,
@@ -112,9 +104,11 @@ describe(`a pool with ${count} Bindings`, () => {
   });
 
   it('judges a Binding created before its pool against the pool’s total once the pool exists', async () => {
-    await cluster.client.create(binding('team-a', 'early', 'later', '32Mi', { name: 'early' }));
-    await cluster.client.create(binding('team-a', 'fits', 'later', '8Mi', { name: 'fits' }));
-    await cluster.client.create(pool('later', 'mooncake-dram', '16Mi'));
+    await cluster.client.create(
+      binding('team-a', 'early', { pool: 'later', ceiling: '32Mi', domain: 'early' }),
+    );
+    await cluster.client.create(binding('team-a', 'fits', { pool: 'later', ceiling: '8Mi', domain: 'fits' }));
+    await cluster.client.create(pool('later', { backend: 'mooncake-dram', total: '16Mi' }));
     const b = await untilBinding(
       cluster.client,
       'team-a',

@@ -8,9 +8,10 @@ import type { KVCachePool } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { binding, condition, externalBackend, pool, untilBinding, v1 } from '../support/pool-fixtures.ts';
+import { condition, untilBinding, v1 } from '../support/pool-fixtures.ts';
 import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;
@@ -50,7 +51,7 @@ describe('tenants someone else registered on the master', () => {
     for (const ns of ['gpustack-system', 'team-a']) await ensureNamespace(cluster.client, ns);
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath);
     await cluster.client.create(externalBackend('mooncake-dram', store));
-    await cluster.client.create(pool('shared-dram', 'mooncake-dram', '64Mi'));
+    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '64Mi' }));
   });
   after(async () => {
     await operator?.stop();
@@ -60,8 +61,12 @@ describe('tenants someone else registered on the master', () => {
 
   it('reports a Binding naming someone else’s tenant as a conflict and leaves the tenant as it is', async () => {
     await putTenant('theirs', 4 * MiB);
-    await cluster.client.create(binding('team-a', 'grabby', 'shared-dram', '16Mi', { name: 'theirs' }));
-    await cluster.client.create(binding('team-a', 'own', 'shared-dram', '8Mi', { name: 'ours' }));
+    await cluster.client.create(
+      binding('team-a', 'grabby', { pool: 'shared-dram', ceiling: '16Mi', domain: 'theirs' }),
+    );
+    await cluster.client.create(
+      binding('team-a', 'own', { pool: 'shared-dram', ceiling: '8Mi', domain: 'ours' }),
+    );
     const b = await untilBinding(
       cluster.client,
       'team-a',

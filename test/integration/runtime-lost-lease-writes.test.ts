@@ -13,10 +13,11 @@ import { AdminFaultProxy } from '../support/admin-fault-proxy.ts';
 import { type AuditedWrite, auditedWrites, describeWrite } from '../support/audit-log.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { LeaseRecorder, takeLease } from '../support/lease-recorder.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { binding, externalBackend, pool, untilBinding } from '../support/pool-fixtures.ts';
+import { untilBinding } from '../support/pool-fixtures.ts';
 import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;
@@ -80,13 +81,13 @@ describe('a replica that lost the operator Lease', () => {
     );
 
     await admin.create(externalBackend('mooncake-dram', store, proxy.address));
-    await admin.create(pool('shared-dram', 'mooncake-dram', '999999999999999999'));
-    await admin.create(binding('team-a', 'alpha', 'shared-dram', '8Mi', { name: 'alpha' }));
+    await admin.create(pool('shared-dram', { backend: 'mooncake-dram', total: '999999999999999999' }));
+    await admin.create(binding('team-a', 'alpha', { pool: 'shared-dram', ceiling: '8Mi', domain: 'alpha' }));
     await untilBinding(admin, 'team-a', 'alpha', 'Ready', (b) => b.status?.phase === 'Ready', 30_000);
 
     // Replica 1's pass for a new Binding is held in its ledger write.
     const held = proxy.hold('PUT', 'beta');
-    await admin.create(binding('team-a', 'beta', 'shared-dram', '8Mi', { name: 'beta' }));
+    await admin.create(binding('team-a', 'beta', { pool: 'shared-dram', ceiling: '8Mi', domain: 'beta' }));
     const write = await held;
     assert.equal(write.userAgent, agent('replica-1'), 'the leader sent the held write');
 

@@ -7,8 +7,9 @@ import type { NetworkPolicy } from 'kubernetes-types/networking/v1.js';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
+import { binding, pool } from '../support/kvcache-fixtures.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { binding, pool, v1 } from '../support/pool-fixtures.ts';
+import { v1 } from '../support/pool-fixtures.ts';
 import { afterReconciles } from '../support/reconciles.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -105,10 +106,10 @@ describe('a managed store’s NetworkPolicies follow its Bindings', () => {
   });
 
   it('admits a namespace once it holds a Binding to the store, and drops it when the Binding is gone', async () => {
-    await cluster.client.create(pool('np-pool', store, '4Gi'));
-    await cluster.client.create(binding('team-a', 'np', 'np-pool', '1Gi', {}));
+    await cluster.client.create(pool('np-pool', { backend: store, total: '4Gi' }));
+    await cluster.client.create(binding('team-a', 'np', { pool: 'np-pool', ceiling: '1Gi', domain: null }));
     await admitting(['team-a']);
-    await cluster.client.create(binding('team-b', 'np', 'np-pool', '1Gi', {}));
+    await cluster.client.create(binding('team-b', 'np', { pool: 'np-pool', ceiling: '1Gi', domain: null }));
     const both = await admitting(['team-a', 'team-b']);
 
     // An idle pass applies nothing: the policies keep their resourceVersion.

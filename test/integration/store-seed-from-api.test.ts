@@ -16,11 +16,11 @@ import { KubeClient, type KubeObject } from '../../src/kube/client.ts';
 import { ApiError } from '../../src/kube/errors.ts';
 import { seedConfigMapName } from '../../src/model/store-objects.ts';
 import { ensureNamespace, testClient, testKubeconfig, uniqueName } from '../support/cluster.ts';
+import { backend } from '../support/kvcache-fixtures.ts';
 import { LeaseRecorder } from '../support/lease-recorder.ts';
 import { type AccountKubeconfig, accountKubeconfig } from '../support/operator-access.ts';
 import { probe, type StoreLeader, type StorePod, startStoreLeader } from '../support/store-program.ts';
 import { waitFor } from '../support/wait.ts';
-import { backend } from '../unit/kvcache-builders.ts';
 
 const ns = 'store-seed';
 const MiB = 1 << 20;

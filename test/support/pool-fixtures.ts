@@ -1,61 +1,33 @@
-// Builders and waits shared by the pool and Binding tests.
+// Waits on pools and Bindings, and reads of a master's tenant ledger, shared by the pool and Binding tests.
+// The objects themselves come from kvcache-fixtures.ts.
 import type { KVCachePool, KVCachePoolBinding } from '../../src/api/types.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
-import type { KubeObject } from '../../src/kube/object.ts';
+import { binding as typedBinding, pool as typedPool } from './kvcache-fixtures.ts';
 import type { MooncakeStore } from './mooncake-store.ts';
 import { waitFor } from './wait.ts';
 
 export const v1 = 'worker.gpustack.ai/v1';
 
-/** A backend on `store`; `adminAddress` puts something (a proxy) in front of its admin endpoint. */
-export function externalBackend(
-  name: string,
-  store: Pick<MooncakeStore, 'rpcAddress' | 'adminAddress'>,
-  adminAddress = store.adminAddress,
-): KubeObject {
-  return {
-    apiVersion: v1,
-    kind: 'KVCacheBackend',
-    metadata: { name },
-    spec: {
-      connection: {
-        external: {
-          endpoints: [
-            { name: 'Client', address: store.rpcAddress },
-            { name: 'Admin', address: adminAddress },
-          ],
-        },
-      },
-    },
-  } as KubeObject;
+/** kvcache-fixtures' pool, its backend and total given in place. */
+export function pool(name: string, backend: string, total: string): KVCachePool {
+  return typedPool(name, { backend, total });
 }
 
-export function pool(name: string, backend: string, total: string): KubeObject {
-  return {
-    apiVersion: v1,
-    kind: 'KVCachePool',
-    metadata: { name },
-    spec: { backends: [backend], quota: { total } },
-  } as KubeObject;
-}
-
+/** kvcache-fixtures' binding, its pool, ceiling and domain given in place; a domain without a name leaves it out. */
 export function binding(
   namespace: string,
   name: string,
   poolName: string,
   ceiling: string,
-  domain: Record<string, unknown>,
-): KubeObject {
-  return {
-    apiVersion: v1,
-    kind: 'KVCachePoolBinding',
-    metadata: { name, namespace },
-    spec: {
-      poolRef: { name: poolName },
-      quota: { ceiling },
-      domain: { blockSize: 16, dtype: 'bfloat16', ...domain },
-    },
-  } as KubeObject;
+  domain: { name?: string; blockSize?: number; dtype?: string },
+): KVCachePoolBinding {
+  return typedBinding(namespace, name, {
+    pool: poolName,
+    ceiling,
+    domain: domain.name ?? null,
+    ...(domain.blockSize === undefined ? {} : { blockSize: domain.blockSize }),
+    ...(domain.dtype === undefined ? {} : { dtype: domain.dtype }),
+  });
 }
 
 export function condition(

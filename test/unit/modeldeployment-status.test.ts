@@ -23,7 +23,7 @@ import {
   messageOf,
   pool,
   readyPool,
-} from './kvcache-builders.ts';
+} from '../support/kvcache-fixtures.ts';
 
 function md(opts: { kvCache?: boolean; deleting?: boolean } = {}): ModelDeployment {
   return {

@@ -7,7 +7,7 @@ import {
   type PodInjectionContext,
   planPodInjection,
 } from '../../src/webhooks/pod-injection-rules.ts';
-import { backend, binding, readyPool } from './kvcache-builders.ts';
+import { backend, binding, readyPool } from '../support/kvcache-fixtures.ts';
 
 export const vllm: Container = {
   name: 'vllm',

@@ -5,7 +5,15 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Container } from 'kubernetes-types/core/v1.js';
 import { frozenKeyRefusal } from '../../src/webhooks/pod-injection-rules.ts';
-import { backend, binding, clientEndpoint, cond, group, pool, readyPool } from './kvcache-builders.ts';
+import {
+  backend,
+  binding,
+  clientEndpoint,
+  cond,
+  group,
+  pool,
+  readyPool,
+} from '../support/kvcache-fixtures.ts';
 import { accepted, ctx, op, pod, refused, sglang, vllm } from './pod-injection-builders.ts';
 
 describe('planPodInjection: accepted Pods', () => {

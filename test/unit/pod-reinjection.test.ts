@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import type { Container } from 'kubernetes-types/core/v1.js';
 import type { JsonPatchOp } from '../../src/kube/webhook-server.ts';
 import type { AdmittedPod } from '../../src/webhooks/pod-injection-rules.ts';
-import { binding } from './kvcache-builders.ts';
+import { binding } from '../support/kvcache-fixtures.ts';
 import { accepted, ctx, pod, refused, sglang, vllm } from './pod-injection-builders.ts';
 
 /** The Pod as the apiserver stores it after a JSON patch of the kinds the webhook writes. */

@@ -10,8 +10,8 @@ import { storeNetworkPolicies } from '../../src/controllers/backend/render-netwo
 import { bindingWakes } from '../../src/controllers/backend/watches.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { operatorPodLabels } from '../../src/model/store-objects.ts';
+import { backend, binding, group, pool } from '../support/kvcache-fixtures.ts';
 import { goldenTests } from './golden.ts';
-import { backend, binding, group, pool } from './kvcache-builders.ts';
 
 const ctx = { namespace: 'gpustack-system', defaultImage: 'kvpool/kvpool-store:test' };
 const store = { 'app.kubernetes.io/name': 'kv-cache-backend', 'app.kubernetes.io/instance': 'mooncake-dram' };

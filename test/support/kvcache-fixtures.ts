@@ -1,11 +1,13 @@
-// Hand-built backends, pools, Bindings and master reports for the pool, ModelDeployment and webhook
-// tests: the walkthrough's objects (one DRAM backend, one pool, Bindings in team namespaces).
+// Hand-built backends, pools, Bindings and master reports, typed as the API declares them, for the unit,
+// integration and bench code alike: the walkthrough's objects (one DRAM backend, one pool, Bindings in
+// team namespaces) by default, the names and figures a test needs by argument.
 import type { MemberGroup } from '../../src/api/kvcache-backend.ts';
 import type { Condition } from '../../src/api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../src/api/types.ts';
 import type { MasterReport } from '../../src/controllers/pool/status.ts';
 import type { DecidedCondition } from '../../src/model/conditions.ts';
 import type { TenantFigures } from '../../src/store/tenant-metrics.ts';
+import type { MooncakeStore } from './mooncake-store.ts';
 
 export const deletedAt = '2025-01-01T00:00:00Z';
 export const clientEndpoint = 'mooncake-dram-leader.gpustack-system.svc:50051';
@@ -39,7 +41,21 @@ export function backend(
   };
 }
 
-export function externalBackend(name = 'mooncake-ext'): KVCacheBackend {
+/** Where an external backend's Client and Admin endpoints are: a store started by the test, or none. */
+export type StoreAddresses = Pick<MooncakeStore, 'rpcAddress' | 'adminAddress'>;
+
+/** Addresses nothing listens on, for decisions that only read the spec. */
+export const exampleStore: StoreAddresses = {
+  rpcAddress: 'store.example:50051',
+  adminAddress: 'store.example:9003',
+};
+
+/** A backend on `store`; `adminAddress` puts something (a proxy) in front of its admin endpoint. */
+export function externalBackend(
+  name = 'mooncake-ext',
+  store: StoreAddresses = exampleStore,
+  adminAddress = store.adminAddress,
+): KVCacheBackend {
   return {
     apiVersion: 'worker.gpustack.ai/v1',
     kind: 'KVCacheBackend',
@@ -48,8 +64,8 @@ export function externalBackend(name = 'mooncake-ext'): KVCacheBackend {
       connection: {
         external: {
           endpoints: [
-            { name: 'Client', address: 'store.example:50051' },
-            { name: 'Admin', address: 'store.example:9003' },
+            { name: 'Client', address: store.rpcAddress },
+            { name: 'Admin', address: adminAddress },
           ],
         },
       },
