@@ -3,22 +3,25 @@
 // is older than maxAgeMs (a minute, as client-go does) and at once after the API server refused the
 // token, so a rotated token is picked up before the old one expires and a revoked one costs one retry.
 import { readFile } from 'node:fs/promises';
+import { type Clock, realClock } from './clock.ts';
 
 export class TokenFile {
   readonly path: string;
   private readonly maxAgeMs: number;
+  private readonly clock: Pick<Clock, 'now'>;
   private token: Promise<string> | undefined;
   private readAt = 0;
 
-  constructor(path: string, maxAgeMs = 60_000) {
+  constructor(path: string, maxAgeMs = 60_000, clock: Pick<Clock, 'now'> = realClock) {
     this.path = path;
     this.maxAgeMs = maxAgeMs;
+    this.clock = clock;
   }
 
   /** The current token, read from the file when the cached one is stale. */
   async current(): Promise<string> {
-    if (!this.token || performance.now() - this.readAt > this.maxAgeMs) {
-      this.readAt = performance.now();
+    if (!this.token || this.clock.now() - this.readAt > this.maxAgeMs) {
+      this.readAt = this.clock.now();
       const read = readFile(this.path, 'utf8').then((t) => {
         const token = t.trim();
         if (!token) throw new Error(`the token file ${this.path} is empty`);

@@ -2,6 +2,7 @@
 // queue, never runs concurrently with itself (an add while it runs queues it again for after), and
 // failures back off per key (exponential) under an overall token-bucket rate limit. A named queue
 // reports client-go's workqueue metrics under its name.
+import { type Clock, realClock, type Timer } from './clock.ts';
 import {
   trackInFlightWork,
   workqueueAdds,
@@ -27,11 +28,13 @@ export class WorkQueue {
   private readonly dirty = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly failures = new Map<string, number>();
-  private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly timers = new Map<string, { at: number; timer: Timer }>();
   private readonly waiters: ((key: string | undefined) => void)[] = [];
   private readonly limits: RateLimits;
+  /** Backoff delays and the token bucket run on it; the metrics' durations stay on the real clock. */
+  private readonly clock: Clock;
   private tokens: number;
-  private tokensAt = Date.now();
+  private tokensAt: number;
   private shuttingDown = false;
   /** For the metrics: when each waiting key was added, and when each key in process was handed out. */
   private readonly addedAt = new Map<string, number>();
@@ -39,9 +42,11 @@ export class WorkQueue {
   private readonly labels: { name: string; controller: string } | undefined;
   private readonly untrack: (() => void) | undefined;
 
-  constructor(limits: Partial<RateLimits> = {}, name?: string) {
+  constructor(limits: Partial<RateLimits> = {}, name?: string, clock: Clock = realClock) {
     this.limits = { ...defaultRateLimits, ...limits };
+    this.clock = clock;
     this.tokens = this.limits.burst;
+    this.tokensAt = clock.now();
     if (name) {
       // As client-go's queues do, every series exists from the start, at zero.
       this.labels = { name, controller: name };
@@ -100,15 +105,14 @@ export class WorkQueue {
       this.add(key);
       return;
     }
-    const at = Date.now() + delayMs;
+    const at = this.clock.now() + delayMs;
     const pending = this.timers.get(key);
     if (pending && pending.at <= at) return;
-    if (pending) clearTimeout(pending.timer);
-    const timer = setTimeout(() => {
+    pending?.timer.cancel();
+    const timer = this.clock.after(delayMs, () => {
       this.timers.delete(key);
       this.add(key);
-    }, delayMs);
-    timer.unref();
+    });
     this.timers.set(key, { at, timer });
   }
 
@@ -132,7 +136,7 @@ export class WorkQueue {
   }
 
   private bucketDelay(): number {
-    const now = Date.now();
+    const now = this.clock.now();
     this.tokens = Math.min(this.limits.burst, this.tokens + ((now - this.tokensAt) / 1000) * this.limits.qps);
     this.tokensAt = now;
     this.tokens -= 1;
@@ -171,7 +175,7 @@ export class WorkQueue {
   shutDown(): void {
     this.shuttingDown = true;
     this.untrack?.();
-    for (const { timer } of this.timers.values()) clearTimeout(timer);
+    for (const { timer } of this.timers.values()) timer.cancel();
     this.timers.clear();
     for (const w of this.waiters.splice(0)) w(undefined);
   }

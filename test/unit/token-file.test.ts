@@ -5,8 +5,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { TokenFile } from '../../src/kube/token-file.ts';
+import { ManualClock } from '../support/manual-clock.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'kvpool-token-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -14,12 +14,17 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 test('a rotated token is read once the cached one is older than the limit', async () => {
   const path = join(dir, 'rotated');
   writeFileSync(path, 'first\n');
-  const token = new TokenFile(path, 50);
+  const clock = new ManualClock();
+  const token = new TokenFile(path, 50, clock);
   assert.equal(await token.current(), 'first');
   writeFileSync(path, 'second');
-  assert.equal(await token.current(), 'first', 'cached within the limit');
-  await sleep(60);
-  assert.equal(await token.current(), 'second');
+  clock.advance(50);
+  assert.equal(await token.current(), 'first', 'cached up to the limit');
+  clock.advance(1);
+  assert.equal(await token.current(), 'second', 'read again past the limit');
+  writeFileSync(path, 'third');
+  clock.advance(50);
+  assert.equal(await token.current(), 'second', 'the age counts from the last read');
 });
 
 test('invalidate reads the file on the next request', async () => {

@@ -1,8 +1,21 @@
 // The work queue's guarantees: de-duplication, no concurrent runs of a key, backoff, delayed adds.
+// Delays run on a manual clock the tests step, so each is checked to the millisecond without waiting.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as turn } from 'node:timers/promises';
 import { WorkQueue } from '../../src/kube/workqueue.ts';
+import { ManualClock } from '../support/manual-clock.ts';
+
+/** Steps the clock a millisecond at a time until a key is queued, processes it, and says how long it waited. */
+async function retryDelay(q: WorkQueue, clock: ManualClock): Promise<number> {
+  const from = clock.now();
+  while (q.depth === 0) {
+    assert.ok(clock.now() - from < 10_000, 'nothing was queued within 10 s');
+    clock.advance(1);
+  }
+  q.done((await q.get())!);
+  return clock.now() - from;
+}
 
 describe('WorkQueue', () => {
   it('holds a key once however often it is added', async () => {
@@ -25,57 +38,84 @@ describe('WorkQueue', () => {
     void q.get().then((k) => {
       second = k;
     });
-    await sleep(10);
+    await turn(); // every promise settled by now has run its callbacks
     assert.equal(second, undefined, 'no second worker gets the running key');
     q.done(first!);
-    await sleep(0);
+    await turn();
     assert.equal(second, 'a', 'handed out again once done');
   });
 
   it('backs off exponentially per key and forgets on success', async () => {
-    const q = new WorkQueue({ baseDelayMs: 20, maxDelayMs: 1000, qps: 1000, burst: 1000 });
-    const timings: number[] = [];
+    const clock = new ManualClock();
+    const q = new WorkQueue({ baseDelayMs: 20, maxDelayMs: 1000, qps: 1000, burst: 1000 }, undefined, clock);
+    const delays: number[] = [];
     for (let i = 0; i < 3; i++) {
-      const t0 = performance.now();
       q.addRateLimited('a');
-      const k = await q.get();
-      timings.push(performance.now() - t0);
-      q.done(k!);
+      delays.push(await retryDelay(q, clock));
     }
+    assert.deepEqual(delays, [20, 40, 80]);
     assert.equal(q.retries('a'), 3);
-    assert.ok(
-      timings[0]! >= 18 && timings[1]! >= 38 && timings[2]! >= 78,
-      `delays ${timings.map(Math.round)}`,
-    );
     q.forget('a');
     assert.equal(q.retries('a'), 0);
+    q.addRateLimited('a');
+    assert.equal(await retryDelay(q, clock), 20, 'after forget the backoff starts again at the base delay');
+  });
+
+  it('caps the per-key backoff at maxDelayMs', async () => {
+    const clock = new ManualClock();
+    const q = new WorkQueue({ baseDelayMs: 20, maxDelayMs: 50, qps: 1000, burst: 1000 }, undefined, clock);
+    const delays: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      q.addRateLimited('a');
+      delays.push(await retryDelay(q, clock));
+    }
+    assert.deepEqual(delays, [20, 40, 50, 50]);
   });
 
   it('limits the overall retry rate with a token bucket', async () => {
-    const q = new WorkQueue({ baseDelayMs: 1, maxDelayMs: 1, qps: 50, burst: 2 });
-    const t0 = performance.now();
+    const clock = new ManualClock();
+    const q = new WorkQueue({ baseDelayMs: 1, maxDelayMs: 1, qps: 50, burst: 2 }, undefined, clock);
     for (const k of ['a', 'b', 'c', 'd']) q.addRateLimited(k);
-    for (let i = 0; i < 4; i++) q.done((await q.get())!);
-    // Two go at once (burst), the next two wait about 20 ms and 40 ms.
-    assert.ok(performance.now() - t0 >= 35, `took ${performance.now() - t0} ms`);
+    // Two go after the per-key 1 ms (the burst), the next two wait for a token: 20 ms and 40 ms at 50/s.
+    const queuedAt = (ms: number) => {
+      clock.advance(ms - clock.now());
+      return q.depth;
+    };
+    assert.deepEqual([1, 19, 20, 39, 40].map(queuedAt), [2, 2, 3, 3, 4]);
+    assert.deepEqual([await q.get(), await q.get(), await q.get(), await q.get()], ['a', 'b', 'c', 'd']);
   });
 
   it('keeps the earliest of several delayed adds', async () => {
-    const q = new WorkQueue();
+    const clock = new ManualClock();
+    const q = new WorkQueue({}, undefined, clock);
     q.addAfter('a', 5000);
     q.addAfter('a', 20);
-    const t0 = performance.now();
+    assert.equal(clock.pending, 1, 'the later timer is cancelled');
+    q.addAfter('a', 30);
+    assert.equal(clock.pending, 1, 'a later delay leaves the earlier timer');
+    clock.advance(20);
     assert.equal(await q.get(), 'a');
-    // Far below the later delay, so a stalled machine cannot blur the two.
-    assert.ok(performance.now() - t0 < 2500);
+    q.done('a');
+    clock.advance(5000);
+    assert.equal(q.depth, 0, 'the key is added once');
+  });
+
+  it('fires a delayed add on the real clock by default', async () => {
+    const q = new WorkQueue();
+    q.addAfter('a', 1);
+    assert.equal(q.depth, 0);
+    assert.equal(await q.get(), 'a');
     q.shutDown();
   });
 
-  it('hands workers undefined on shutdown', async () => {
-    const q = new WorkQueue();
+  it('cancels delayed adds and hands workers undefined on shutdown', async () => {
+    const clock = new ManualClock();
+    const q = new WorkQueue({}, undefined, clock);
+    q.addAfter('b', 10);
     const waiting = q.get();
     q.shutDown();
     assert.equal(await waiting, undefined);
+    assert.equal(clock.pending, 0, 'no timer left to fire');
     q.add('a');
     assert.equal(await q.get(), undefined);
   });
