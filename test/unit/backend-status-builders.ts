@@ -1,7 +1,7 @@
 // Hand-built BackendView inputs for the backend status tests, with the store side read from replies
 // recorded on a Mooncake 0.3.13.post1 master.
 import { readFileSync } from 'node:fs';
-import type { ContainerStatus, Pod as PodKind } from 'kubernetes-types/core/v1.js';
+import type { ContainerStatus, Node, Pod as PodKind } from 'kubernetes-types/core/v1.js';
 import type { PodView } from '../../src/controllers/backend/pod-view.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 
@@ -136,4 +136,32 @@ export function crashLoopingPod(name: string): Pod {
       }),
     ],
   });
+}
+
+/** A node whose kubelet stopped reporting: the node controller's Unknown, as after the node died. */
+export function nodeNotReporting(name: string): KubeObject<Node> {
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name },
+    status: {
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'Unknown',
+          reason: 'NodeStatusUnknown',
+          message: 'Kubelet stopped posting node status.',
+        },
+      ],
+    },
+  };
+}
+
+export function readyNode(name: string): KubeObject<Node> {
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name },
+    status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }] },
+  };
 }

@@ -14,8 +14,10 @@ import {
   membersAtRecordedIps,
   message,
   metricsFixture,
+  nodeNotReporting,
   observation,
   pod,
+  readyNode,
   waitingPod,
 } from './backend-status-builders.ts';
 
@@ -74,6 +76,29 @@ describe('decideBackendStatus: MembersMounted', () => {
     assert.equal(d.phase, 'Degraded');
     assert.deepEqual(condition(d, 'MembersMounted'), { status: 'False', reason: 'ImagePullBackOff' });
     assert.match(d.phaseMessage, /member Pod kv-member-0-c on n1: Back-off pulling image "x"/);
+  });
+
+  it('a member Pod on a node that stopped reporting is Degraded, naming the node, while the leader still lists its segment', () => {
+    // A node that died: the node controller marks it Unknown and the Pod not ready; the Pod's last
+    // container statuses still say running, and the master lists the segment until its client TTL ends.
+    const dead = pod('kv-member-0-b', {
+      phase: 'Running',
+      podIP: '127.0.0.3',
+      conditions: [{ type: 'Ready', status: 'False' }],
+      containerStatuses: [containerStatus({ name: 'store', state: { running: {} } })],
+    });
+    dead.spec!.nodeName = 'n2';
+    const memberPods = [
+      memberPod('kv-member-0-a', '127.0.0.2', 'n1'),
+      { ...viewPod(dead, 'Member', nodeNotReporting('n2')), group: 0 },
+    ];
+    const d = decideBackendStatus(managed({ memberPods }));
+    assert.equal(d.phase, 'Degraded');
+    assert.deepEqual(condition(d, 'MembersMounted'), { status: 'False', reason: 'NodeStatusUnknown' });
+    assert.match(
+      d.phaseMessage,
+      /member Pod kv-member-0-b on n2: node n2 is not Ready \(Unknown, NodeStatusUnknown: Kubelet stopped posting node status\.\)/,
+    );
   });
 
   it('a crash-looping member Pod is MemberCrashLooping', () => {
@@ -195,6 +220,23 @@ describe('viewPod', () => {
   it('waiting for a container to be created or initialised is progress, not a fault', () => {
     assert.equal(viewPod(waitingPod('a', 'ContainerCreating'), 'Member').fault, undefined);
     assert.equal(viewPod(waitingPod('a', 'PodInitializing'), 'Member').fault, undefined);
+  });
+
+  it('a Pod not ready on a node that is not Ready has the node for its fault; on a Ready node it has none', () => {
+    const p = pod('kv-member-0-a', {
+      phase: 'Running',
+      conditions: [{ type: 'Ready', status: 'False' }],
+      containerStatuses: [containerStatus({ name: 'store', state: { running: {} } })],
+    });
+    assert.deepEqual(viewPod(p, 'Member', nodeNotReporting('n1')).fault, {
+      reason: 'NodeStatusUnknown',
+      message:
+        'node n1 is not Ready (Unknown, NodeStatusUnknown: Kubelet stopped posting node status.): the member’s objects are lost, and the leader lists its segment until its client TTL ends',
+    });
+    assert.equal(viewPod(p, 'Member', readyNode('n1')).fault, undefined);
+    assert.equal(viewPod(p, 'Member').fault, undefined);
+    const served = pod('kv-member-0-a', { phase: 'Running', conditions: ready });
+    assert.equal(viewPod(served, 'Member', nodeNotReporting('n1')).fault, undefined);
   });
 
   it('passes other kubelet waiting reasons through, and notes a Pod going away', () => {

@@ -1,5 +1,5 @@
 // What the backend's status needs to know about one leader or member Pod, read from the Pod object.
-import type { ContainerStatus, Pod } from 'kubernetes-types/core/v1.js';
+import type { ContainerStatus, Node, Pod } from 'kubernetes-types/core/v1.js';
 import { type RelayedReason, relayed } from '../../api/condition-table.ts';
 import { BackendReason, type PodFaultReason } from '../../api/kvcache-backend-conditions.ts';
 import type { KubeObject } from '../../kube/object.ts';
@@ -37,8 +37,25 @@ function crashFault(s: ContainerStatus, reason: PodFaultReason): PodFault {
   return { reason, message: `container ${s.name} restarted ${s.restartCount ?? 0} times${detail}` };
 }
 
-/** `role` prefixes the crash-loop reasons: LeaderCrashLooping, MemberCrashLooping, MemberInitCrashLooping. */
-export function viewPod(pod: KubeObject<Pod>, role: 'Leader' | 'Member'): PodView {
+/**
+ * A node that is not Ready (its kubelet stopped reporting, as when the machine died): what it runs is
+ * gone, though the Pod's last container statuses still say running. The node's reason is relayed.
+ */
+function nodeFault(node: KubeObject<Node> | undefined): PodFault | undefined {
+  const c = node?.status?.conditions?.find((x) => x.type === 'Ready');
+  if (!node || !c || c.status === 'True') return undefined;
+  const why = [c.status, c.reason].filter(Boolean).join(', ');
+  return {
+    reason: relayed(c.reason ?? `Node${c.type}${c.status}`),
+    message: `node ${node.metadata.name} is not Ready (${why}${c.message ? `: ${clipForeign(c.message)}` : ''}): the member’s objects are lost, and the leader lists its segment until its client TTL ends`,
+  };
+}
+
+/**
+ * `role` prefixes the crash-loop reasons: LeaderCrashLooping, MemberCrashLooping, MemberInitCrashLooping.
+ * `node`, the Pod's node, when known: a Pod not ready on a node that is not Ready has the node for its fault.
+ */
+export function viewPod(pod: KubeObject<Pod>, role: 'Leader' | 'Member', node?: KubeObject<Node>): PodView {
   const status = pod.status ?? {};
   const ready = status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
   const view: PodView = {
@@ -49,6 +66,11 @@ export function viewPod(pod: KubeObject<Pod>, role: 'Leader' | 'Member'): PodVie
     deleting: Boolean(pod.metadata.deletionTimestamp),
   };
   if (ready) return view;
+  const down = nodeFault(node);
+  if (down) {
+    view.fault = down;
+    return view;
+  }
   const scheduled = status.conditions?.find((c) => c.type === 'PodScheduled');
   if (scheduled?.status === 'False' && scheduled.reason === BackendReason.Unschedulable) {
     view.fault = {

@@ -103,7 +103,8 @@ export function buildBackendView(
   const memberPods = pods.flatMap((p) => {
     const m = /^member-(\d+)$/.exec(p.metadata.labels?.[componentLabel] ?? '');
     if (!m) return [];
-    const view = { ...viewPod(p, 'Member'), group: Number(m[1]) };
+    const node = p.spec?.nodeName ? informers.nodes.get(p.spec.nodeName) : undefined;
+    const view = { ...viewPod(p, 'Member', node), group: Number(m[1]) };
     // A mount the kubelet cannot make keeps the Pod "creating"; only its Warning event says why.
     const failed = informers.mountFailures.byIndex(byInvolvedUid, p.metadata.uid ?? '').at(-1);
     if (!view.ready && !view.fault && failed?.message)
