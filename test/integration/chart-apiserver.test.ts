@@ -1,7 +1,8 @@
 // The chart against the real apiserver: what it renders is accepted (--dry-run=server), the operator's
 // Pod passes the `restricted` Pod Security level, a Step 1 store passes the release namespace's default
 // level (`baseline`), and the operator's account can do exactly what the
-// committed expectation lists (kubectl auth can-i --list), which reaches no Secret but its own.
+// committed expectation lists (kubectl auth can-i --list), which reaches no Secret but its own; a store
+// leader's account likewise reaches its own Lease and seed ConfigMap only.
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
@@ -138,6 +139,40 @@ describe('the chart on the real apiserver', () => {
       [otherNamespace, 'operator-can-i-other-namespace.txt'],
     ] as const) {
       assertExpected(file, await kubectl(['auth', 'can-i', '--list', `--as=${account}`, '-n', ns]));
+    }
+  });
+
+  it('lets a store leader’s account do exactly what its expectation lists: its own Lease and seed ConfigMap', async () => {
+    // The Step 1 backend's account as the operator renders it (the golden file of the render), in a
+    // namespace of its own; members run without a token, so the leader's is the store's only account.
+    const ns = uniqueName('store-rbac');
+    await ensureNamespace(admin, ns);
+    const { rbac } = JSON.parse(
+      readFileSync(new URL('../unit/golden/backend/step-1-dram.json', import.meta.url), 'utf8'),
+    ) as { rbac: (KubeObject & { subjects?: { namespace?: string }[] })[] };
+    for (const obj of rbac) {
+      const moved = {
+        ...obj,
+        metadata: { ...obj.metadata, namespace: ns, ownerReferences: undefined },
+        ...(obj.subjects ? { subjects: obj.subjects.map((x) => ({ ...x, namespace: ns })) } : {}),
+      };
+      await admin.apply(moved as KubeObject, { fieldManager: 'kvpool-test' });
+    }
+    const leader = rbac.find((o) => o.kind === 'ServiceAccount')!.metadata.name;
+    assertExpected(
+      'store-leader-can-i.txt',
+      await kubectl(['auth', 'can-i', '--list', `--as=system:serviceaccount:${ns}:${leader}`, '-n', ns]),
+    );
+    for (const other of [otherNamespace, installNamespace]) {
+      const out = await kubectl([
+        'auth',
+        'can-i',
+        '--list',
+        `--as=system:serviceaccount:${ns}:${leader}`,
+        '-n',
+        other,
+      ]);
+      assert.doesNotMatch(out, /leases|configmaps/, `nothing of the store's in ${other}`);
     }
   });
 
