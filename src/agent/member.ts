@@ -9,6 +9,7 @@ import { type Logger, log } from '../kube/log.ts';
 import { Child, describeExit, findOnPath } from './child.ts';
 import { type LeaseRef, leaseOfMasterAddress, readLeaseHolder } from './lease-address.ts';
 import { shutdownRequested } from './shutdown.ts';
+import { startTierStatusServer, TierStatus } from './tier-status.ts';
 
 const leasePollMs = 500;
 const terminationLog = '/dev/termination-log';
@@ -27,19 +28,35 @@ interface Run {
   logger: Logger;
 }
 
+export interface MemberOptions {
+  /** Serve GET /tier (decision 39) on MOONCAKE_LOCAL_HOSTNAME at this port; the tier is MOONCAKE_OFFLOAD_FILE_STORAGE_PATH. */
+  tierStatusPort?: number;
+}
+
 /** Runs a member to its end and returns the process exit code. */
-export async function runMember(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function runMember(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  options: MemberOptions = {},
+): Promise<number> {
   const python = findOnPath('python3');
   const bootstrap = join(import.meta.dirname, 'member_bootstrap.py');
   const lease = leaseOfMasterAddress(env.MOONCAKE_MASTER);
   const logger = log.child({ program: 'kvpool-store', role: 'member' });
+  const tier = await tierStatusOf(env, options, logger);
   const start: StartMember = (master) => {
+    const fatal = fatalConfigurationWatch(logger, () => child);
     const child: Child = new Child(
       'member',
       python,
       [bootstrap, ...args],
       master ? { ...env, MOONCAKE_MASTER: master } : env,
-      fatalConfigurationWatch(logger, () => child),
+      tier
+        ? (line) => {
+            fatal(line);
+            tier.see(line);
+          }
+        : fatal,
     );
     logger.info(
       { pid: child.pid, master: master ?? env.MOONCAKE_MASTER, args },
@@ -52,6 +69,34 @@ export async function runMember(args: string[], env: NodeJS.ProcessEnv = process
     run.shuttingDown = true;
   });
   return lease ? runFollowingLease(run, lease) : runDirect(run);
+}
+
+/** The tier's status and its server, when asked for; kept across member restarts (a Lease change). */
+async function tierStatusOf(
+  env: NodeJS.ProcessEnv,
+  options: MemberOptions,
+  logger: Logger,
+): Promise<TierStatus | undefined> {
+  if (options.tierStatusPort === undefined) return undefined;
+  const path = env.MOONCAKE_OFFLOAD_FILE_STORAGE_PATH;
+  const host = env.MOONCAKE_LOCAL_HOSTNAME;
+  if (!path || !host)
+    throw new Error(
+      '--tier-status-port needs MOONCAKE_OFFLOAD_FILE_STORAGE_PATH (the tier) and MOONCAKE_LOCAL_HOSTNAME (the address to serve on): set both, or drop the flag',
+    );
+  const status = new TierStatus(path);
+  try {
+    const server = await startTierStatusServer(host, options.tierStatusPort, status);
+    logger.info({ address: `${host}:${server.port}`, path }, 'serving the tier’s status on GET /tier');
+  } catch (err) {
+    // The store is what matters: it runs without the report, which the operator then shows as
+    // TierWritable=Unknown naming this member and the address it could not read.
+    logger.warn(
+      { address: `${host}:${options.tierStatusPort}`, err: (err as Error).message },
+      'could not serve the tier’s status; the member runs without it',
+    );
+  }
+  return status;
 }
 
 async function runDirect(run: Run): Promise<number> {

@@ -43,6 +43,8 @@ export const backendConditions = {
   RolloutComplete: Object.values(RolloutCompleteReason),
   ElectionObserved: ['Electing', 'NoHolder', 'LeaderStarting'],
   TierWasEmpty: ['PreexistingContent', 'Empty', 'ForeignContentRefused', 'ForeignContentRemoved'],
+  /** Whether the members' disk tiers take the store's writes (decision 39): what their master does not report. */
+  TierWritable: ['Writable', 'WriteFailed', 'NoRoom', 'NotObserved'],
 } as const;
 
 export const BackendCondition = conditionTypes(backendConditions);

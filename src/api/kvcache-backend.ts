@@ -149,7 +149,7 @@ export const KVCacheBackendStatus = Type.Object(
       phase:
         'Provisioning (the leader is not serving yet, or capacity has not been read), Ready (the leader serves, members are mounted, capacity is not zero), Degraded (the leader serves but members are missing, stuck or report no capacity, or no image resolves, or an object kvpool does not control holds the name of one of its objects: RolloutComplete=False ChildConflict names it), Error (the leader is unreachable, unschedulable or crash-looping) or Deleting.',
       conditions:
-        'LeaderAvailable, CapacityObserved, MembersMounted, PoolWrites and Deletable; RolloutComplete for managed backends, ElectionObserved while an election runs, TierWasEmpty with a disk tier. Only the first three decide the phase.',
+        'LeaderAvailable, CapacityObserved, MembersMounted, PoolWrites and Deletable; RolloutComplete for managed backends, ElectionObserved while an election runs, TierWasEmpty and TierWritable with a disk tier. Only the first three decide the phase.',
     }),
     endpoints: Type.Optional(
       MapList(

@@ -18,7 +18,9 @@ const usage = `usage: kvpool-store <command> [flags] -- <store arguments>
                                    with an election: the seed read from the API on winning the Lease;
                                    --policy-seed only if that read fails
       --lease-duration-ms=${storeLeaseDefaults.leaseDurationMs} --renew-deadline-ms=${storeLeaseDefaults.renewDeadlineMs} --retry-period-ms=${storeLeaseDefaults.retryPeriodMs}
-  member -- <mc_store_rest_server arguments>
+  member [flags] -- <mc_store_rest_server arguments>
+      --tier-status-port=<n>       GET /tier (FILE_WRITE_FAIL lines seen, the tier filesystem's size and
+                                   free space) on MOONCAKE_LOCAL_HOSTNAME; needs MOONCAKE_OFFLOAD_FILE_STORAGE_PATH
       MOONCAKE_MASTER=k8s://<namespace>/<lease> follows the Lease holder; any other value passes through`;
 
 class UsageError extends Error {}
@@ -99,10 +101,16 @@ async function leader(flags: string[], masterArgs: string[]): Promise<number> {
 }
 
 async function member(flags: string[], memberArgs: string[]): Promise<number> {
-  if (flags.length)
-    throw new UsageError(`member takes no flags of its own (got ${flags.join(' ')}); put them after --`);
+  const { values } = parseArgs({ args: flags, options: { 'tier-status-port': { type: 'string' } } });
+  const port = values['tier-status-port'];
+  if (port !== undefined && !process.env.MOONCAKE_OFFLOAD_FILE_STORAGE_PATH)
+    throw new UsageError(
+      `--tier-status-port=${port}: the member has no tier (MOONCAKE_OFFLOAD_FILE_STORAGE_PATH is unset); set it, or drop the flag`,
+    );
   const { runMember } = await import('../agent/member.ts');
-  return runMember(memberArgs);
+  return runMember(memberArgs, process.env, {
+    ...(port !== undefined ? { tierStatusPort: positiveInt('tier-status-port', port) } : {}),
+  });
 }
 
 async function main(argv: string[]): Promise<number> {

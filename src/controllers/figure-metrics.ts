@@ -5,6 +5,7 @@
 // never doubles a sum; a figure the status does not carry has no sample (absent is not zero).
 import { Gauge } from 'prom-client';
 import type { LastFailover } from '../api/kvcache-backend.ts';
+import { BackendCondition } from '../api/kvcache-backend-conditions.ts';
 import type { PoolPrefix } from '../api/pool-prefix.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../api/types.ts';
 import type { InformerFactory } from '../kube/informer-factory.ts';
@@ -39,6 +40,8 @@ const help: Record<string, string> = {
     'Bytes of those objects (status.lastFailover.reRegisteredBytes).',
   kvpool_backend_failover_warm_seconds:
     'Seconds from the new master to the end of the re-registration (status.lastFailover.warmAt minus at); no sample until warm.',
+  kvpool_backend_tier_writable:
+    "1 while the members' disk tiers take the store's writes, 0 while a member's writes fail or its tier filesystem has no room for a bucket (status condition TierWritable); no sample while not observed.",
   kvpool_pool_quota_bytes: "The pool's quota.total.",
   kvpool_pool_usage_bytes: "Bytes the pool's domains hold on the store (status.usage.total).",
   kvpool_binding_ceiling_bytes: "The Binding's quota.ceiling.",
@@ -74,6 +77,12 @@ function failoverFigures(push: Push, labels: Record<string, string>, f: LastFail
   push('kvpool_backend_failover_warm_seconds', labels, warmSeconds(f));
 }
 
+/** TierWritable as 1 (True) or 0 (False); Unknown or absent gives no sample. */
+function tierWritable(b: KVCacheBackend): number | undefined {
+  const status = b.status?.conditions?.find((c) => c.type === BackendCondition.TierWritable)?.status;
+  return status === 'True' ? 1 : status === 'False' ? 0 : undefined;
+}
+
 /** The samples these objects' statuses give. Pure. */
 export function figureSamples(o: FigureObjects): FigureSample[] {
   const out: FigureSample[] = [];
@@ -93,6 +102,7 @@ export function figureSamples(o: FigureObjects): FigureSample[] {
     push('kvpool_backend_used_bytes', labels, bytesOf(b.status?.capacity?.used));
     push('kvpool_backend_segments', labels, b.status?.members?.length);
     failoverFigures(push, labels, b.status?.lastFailover);
+    push('kvpool_backend_tier_writable', labels, tierWritable(b));
     phase('KVCacheBackend', '', b.metadata.name!, b.status?.phase);
   }
   for (const p of o.pools) {
@@ -134,6 +144,7 @@ const labelNames: Record<string, string[]> = {
   kvpool_backend_failover_reregistered_objects: ['backend'],
   kvpool_backend_failover_reregistered_bytes: ['backend'],
   kvpool_backend_failover_warm_seconds: ['backend'],
+  kvpool_backend_tier_writable: ['backend'],
   kvpool_pool_quota_bytes: ['pool', 'backend'],
   kvpool_pool_usage_bytes: ['pool', 'backend'],
   kvpool_binding_ceiling_bytes: ['namespace', 'binding', 'pool', 'domain'],

@@ -123,6 +123,14 @@ export const leaderAdminPort = 9003;
 export const leaderProbePort = 9004;
 export const leaderMetricsPort = 9005;
 
+/**
+ * A tier member's status port (decision 39: GET /tier, read by the operator alone), one per group as
+ * members of several groups may share a host network.
+ */
+export function memberTierStatusPort(group: number): number {
+  return 9110 + group;
+}
+
 /** The name of the per-backend member ServiceAccount, Role and RoleBinding. */
 export function memberAccountName(backend: BackendRef): string {
   return `${backendName(backend)}-member`;

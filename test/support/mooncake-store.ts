@@ -7,6 +7,7 @@ import { stringify } from 'yaml';
 import { freePort } from '../../local/ports.ts';
 import { type ManagedProcess, startProcess } from '../../local/processes.ts';
 import { mooncakeBinary } from '../../local/toolchain.ts';
+import { isMountPoint, mountTmpfs, unmount } from './small-filesystem.ts';
 import { waitFor } from './wait.ts';
 
 export interface Tenant {
@@ -23,6 +24,8 @@ export interface MooncakeStoreOptions {
   offload?: boolean;
   masterArgs?: string[];
   memberEnv?: Record<string, string>;
+  /** Each member's tier directory is a tmpfs of this many bytes (mounted as root, unmounted on stop). */
+  tierFilesystemBytes?: number;
 }
 
 export interface Member {
@@ -30,6 +33,8 @@ export interface Member {
   host: string;
   restPort: number;
   offloadDir?: string;
+  /** The root of the tmpfs holding offloadDir, when the store was given tierFilesystemBytes. */
+  filesystem?: string;
   process?: ManagedProcess;
 }
 
@@ -70,6 +75,13 @@ export class MooncakeStore {
         if (options.offload) {
           member.offloadDir = join(store.dir, `disk-${i}`);
           mkdirSync(member.offloadDir);
+          if (options.tierFilesystemBytes !== undefined) {
+            // The filesystem's root holds the tier directory, so other files can share the filesystem.
+            mountTmpfs(member.offloadDir, options.tierFilesystemBytes);
+            member.filesystem = member.offloadDir;
+            member.offloadDir = join(member.offloadDir, 'tier');
+            mkdirSync(member.offloadDir);
+          }
         }
         store.members.push(member);
         await store.startMember(i);
@@ -188,6 +200,7 @@ export class MooncakeStore {
   async stop(): Promise<void> {
     for (const m of [...this.members].reverse()) await m.process?.stop();
     await this.master?.stop();
+    for (const m of this.members) if (m.filesystem && isMountPoint(m.filesystem)) unmount(m.filesystem);
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

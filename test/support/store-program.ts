@@ -105,6 +105,10 @@ export interface MemberStart {
   master: string;
   segmentBytes: number;
   logDir: string;
+  /** kvpool-store's own member flags (before `--`). */
+  flags?: string[];
+  /** More of the container's environment (a disk tier's MOONCAKE_OFFLOAD_*). */
+  env?: Record<string, string>;
 }
 
 export async function startStoreMember(options: MemberStart): Promise<StoreMember> {
@@ -112,7 +116,7 @@ export async function startStoreMember(options: MemberStart): Promise<StoreMembe
   const restPort = await freePort(pod.ip);
   const child = startProcess(`member-${pod.name}`, process.execPath, {
     logDir: options.logDir,
-    args: [program, 'member', '--', '--port', String(restPort)],
+    args: [program, 'member', ...(options.flags ?? []), '--', '--port', String(restPort)],
     env: podEnv(pod, {
       MOONCAKE_MASTER: options.master,
       MOONCAKE_TE_META_DATA_SERVER: 'P2PHANDSHAKE',
@@ -121,6 +125,7 @@ export async function startStoreMember(options: MemberStart): Promise<StoreMembe
       MOONCAKE_GLOBAL_SEGMENT_SIZE: String(options.segmentBytes),
       MOONCAKE_LOCAL_BUFFER_SIZE: '0',
       MC_TE_METRIC: '1',
+      ...options.env,
     }),
   });
   return { pod, restPort, process: child };

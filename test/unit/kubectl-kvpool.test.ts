@@ -53,6 +53,7 @@ describe('kubectl kvpool doctor', () => {
         'member-shortfall',
         'tier-directory',
         'preexisting-tier-content',
+        'tier-full',
         'pool-backend',
         'ledger-unavailable',
         'oversubscription',

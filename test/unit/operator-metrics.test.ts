@@ -115,6 +115,46 @@ describe('kvpool figures from status', () => {
     );
   });
 
+  it('gives TierWritable as 1 or 0, and no sample while it is Unknown or absent', () => {
+    const withTier = (name: string, status?: 'True' | 'False' | 'Unknown') => {
+      const b = backend(name);
+      b.status = {
+        phase: 'Ready',
+        ...(status
+          ? {
+              conditions: [
+                {
+                  type: 'TierWritable',
+                  status,
+                  reason: 'R',
+                  message: '',
+                  lastTransitionTime: '2026-12-02T11:00:00Z',
+                },
+              ],
+            }
+          : {}),
+      };
+      return b;
+    };
+    const samples = figureSamples({
+      backends: [
+        withTier('ok', 'True'),
+        withTier('full', 'False'),
+        withTier('unread', 'Unknown'),
+        withTier('none'),
+      ],
+      pools: [],
+      bindings: [],
+    }).filter((s) => s.metric === 'kvpool_backend_tier_writable');
+    assert.deepEqual(
+      samples.map((s) => [s.labels.backend, s.value]),
+      [
+        ['ok', 1],
+        ['full', 0],
+      ],
+    );
+  });
+
   it('gives the last failover: when, what the members re-registered and how long until warm; nothing before one', () => {
     const warm = backend();
     warm.status = {

@@ -61,6 +61,26 @@ describe('store NetworkPolicies', () => {
     ]);
   });
 
+  it('admit the operator alone to a tier member’s status port (GET /tier), one port per tier group', () => {
+    const disk = { path: '/var/lib/kvcache', capacity: '100Gi' };
+    const { members } = policies(
+      ['team-a'],
+      backend('mooncake-dram', {
+        groups: [group(), group({ localDisks: [disk] }), group({ localDisks: [disk] })],
+      }),
+    );
+    assert.deepEqual(members?.ingress, [
+      { from: [bound(['team-a']), { podSelector: { matchLabels: store } }], ports: transfer },
+      {
+        from: [operator],
+        ports: [
+          { protocol: 'TCP', port: 9111 },
+          { protocol: 'TCP', port: 9112 },
+        ],
+      },
+    ]);
+  });
+
   it('admit only the store’s own Pods (and the operator on the admin port) while no namespace holds a Binding', () => {
     const { leader, members } = policies([]);
     assert.deepEqual(leader?.ingress?.[0]?.from, [{ podSelector: { matchLabels: store } }]);
@@ -77,6 +97,14 @@ const goldens: Record<string, { backend: KVCacheBackend; bound: string[] }> = {
   'two-namespaces': { backend: withUid(backend()), bound: ['team-b', 'team-a', 'team-b'] },
   'two-member-groups': {
     backend: withUid(backend('mooncake-tiers', { groups: [group(), group({ medium: 'VRAM' })] })),
+    bound: ['team-a'],
+  },
+  'disk-tier-group': {
+    backend: withUid(
+      backend('mooncake-disk', {
+        groups: [group({ localDisks: [{ path: '/var/lib/kvcache', capacity: '100Gi' }] })],
+      }),
+    ),
     bound: ['team-a'],
   },
 };

@@ -2,6 +2,7 @@
 // what the cluster shows now, each finding with its evidence and its fix. Pure.
 import { quotaChecks } from './doctor-quota.ts';
 import { storeChecks } from './doctor-store.ts';
+import { tierFull } from './doctor-tier.ts';
 import type { Check, Finding } from './finding.ts';
 import type { Snapshot } from './snapshot.ts';
 
@@ -17,7 +18,7 @@ export interface DoctorReport {
   healthy: boolean;
 }
 
-export const checks: Check[] = [...storeChecks, ...quotaChecks];
+export const checks: Check[] = [...storeChecks, tierFull, ...quotaChecks];
 
 export function doctor(s: Snapshot): DoctorReport {
   const results = checks.map((c) => ({ id: c.id, title: c.title, findings: c.run(s) }));

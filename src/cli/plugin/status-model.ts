@@ -3,6 +3,7 @@
 // is wrong, in the operator's own words (the condition messages). Pure.
 import { conditionOf } from '../../api/conditions.ts';
 import { type LastFailover, RolloutCompleteReason } from '../../api/kvcache-backend.ts';
+import { BackendCondition } from '../../api/kvcache-backend-conditions.ts';
 import { PoolReason } from '../../api/kvcache-pool-conditions.ts';
 import type { PoolPrefix } from '../../api/pool-prefix.ts';
 import type { Condition } from '../../api/schema.ts';
@@ -268,7 +269,12 @@ function backendNode(s: Snapshot, b: KVCacheBackend): BackendNode {
   const types = ['LeaderAvailable', 'CapacityObserved', 'MembersMounted', 'PoolWrites', 'ElectionObserved'];
   const problems = notTrue(
     st.conditions,
-    [...types, 'TierWasEmpty', ...(b.metadata.deletionTimestamp ? ['Deletable'] : [])],
+    [
+      ...types,
+      'TierWasEmpty',
+      BackendCondition.TierWritable,
+      ...(b.metadata.deletionTimestamp ? ['Deletable'] : []),
+    ],
     (c) => c.status === 'Unknown' || informational(c),
   );
   const total = figure(st.capacity?.total);

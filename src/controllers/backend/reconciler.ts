@@ -9,20 +9,25 @@ import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../../co
 import type { OperatorContext } from '../../context/operator-context.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
 import type { KubeObject } from '../../kube/object.ts';
+import { groupDisk, managedConnection } from '../../model/backend-spec.ts';
 import { mergeConditions } from '../../model/conditions.ts';
 import {
   adminServiceName,
   leaderAdminPort,
   leaderName,
   leaderRpcPort,
+  memberTierStatusPort,
   ownedByBackend,
 } from '../../model/store-objects.ts';
 import { sightingOf } from '../../store/master-sighting.ts';
+import { readMemberTier } from '../../store/member-tier.ts';
 import { AppliedIntents, type ChildrenOutcome, syncChildren } from './children.ts';
 import { type BackendStatusDecision, decideBackendStatus } from './status.ts';
 import { advanceFailover, type FailoverMemory } from './status-failover.ts';
+import type { BackendView } from './status-view.ts';
 import { backendInUseLive, teardownBackend, teardownPollMs } from './teardown.ts';
 import { TierCleanup } from './tier-cleanup.ts';
+import { decideTierWritable, type MemberTierReading } from './tier-health.ts';
 import { boundNamespaces, buildBackendView, mountedHosts } from './view.ts';
 import { wireBackendWatches } from './watches.ts';
 
@@ -120,6 +125,7 @@ export class BackendReconciler {
       memberRoll: rollout?.memberRoll,
       handover: rollout?.handover.message,
     });
+    if (managed) view.tierWritable = decideTierWritable(await readTiers(backend, view), new Date());
     const decision = decideBackendStatus(view);
     const failover = advanceFailover(
       backend.status?.lastFailover,
@@ -233,3 +239,22 @@ export class BackendReconciler {
     return { requeueAfterMs: this.observeIntervalMs };
   }
 }
+
+/** Each ready member of a tier group, asked for its tier's status (decision 39), all at once. */
+async function readTiers(backend: KVCacheBackend, view: BackendView): Promise<MemberTierReading[]> {
+  const groups = managedConnection(backend).members;
+  const members = view.memberPods.filter(
+    (p) => p.ready && !p.deleting && p.podIP && groups[p.group] && groupDisk(groups[p.group]!),
+  );
+  return Promise.all(
+    members.map(async (p) => ({
+      pod: p.name,
+      node: p.nodeName ?? '?',
+      group: p.group,
+      reading: await readMemberTier(`${hostPart(p.podIP!)}:${memberTierStatusPort(p.group)}`),
+    })),
+  );
+}
+
+/** An address's host part: an IPv6 Pod IP in brackets. */
+const hostPart = (ip: string) => (ip.includes(':') ? `[${ip}]` : ip);

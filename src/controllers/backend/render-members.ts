@@ -26,6 +26,7 @@ import {
   memberAccountName,
   memberComponent,
   memberDaemonSetName,
+  memberTierStatusPort,
 } from '../../model/store-objects.ts';
 import { podSpecHash, podSpecHashAnnotation } from './pod-spec-hash.ts';
 import type { BackendRenderContext } from './render-context.ts';
@@ -67,6 +68,8 @@ export function memberMasterAddress(backend: KVCacheBackend, namespace: string):
 function memberArgs(group: MemberGroup, index: number): string[] {
   return [
     'member',
+    // The tier's status (decision 39): what the store's master does not report of a full tier.
+    ...(groupDisk(group) ? [`--tier-status-port=${memberTierStatusPort(index)}`] : []),
     '--',
     ...(index > 0 ? ['--port', String(memberPort(index))] : []),
     ...(group.extraArgs ?? []).flatMap((arg) => ['-D', arg.replace(/^-+/, '')]),

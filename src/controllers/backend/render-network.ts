@@ -9,7 +9,7 @@ import type {
 } from 'kubernetes-types/networking/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { managedConnection } from '../../model/backend-spec.ts';
+import { groupDisk, managedConnection } from '../../model/backend-spec.ts';
 import {
   backendName,
   backendSelector,
@@ -22,6 +22,7 @@ import {
   leaderRpcPort,
   memberComponent,
   memberRbacComponent,
+  memberTierStatusPort,
   nameLabel,
 } from '../../model/store-objects.ts';
 
@@ -90,7 +91,8 @@ function policy(
  * The store's NetworkPolicies, in the operator's namespace. Ingress to the leader: the RPC port from
  * the bound namespaces and the store's own Pods, the admin port (metrics and the admin API, which
  * writes) from the operator's Pods. Ingress to the members: the transfer ports from the bound
- * namespaces and the store's own Pods. A tier cleanup Pod: nothing in or out. Ports not named (the
+ * namespaces and the store's own Pods, and a tier member's status port (GET /tier, read-only) from the
+ * operator's Pods. A tier cleanup Pod: nothing in or out. Ports not named (the
  * leader's probe and metrics ports, a member's REST port) admit no Pod; the kubelet's probes from the
  * Pod's own node are not governed by NetworkPolicy. Host-network members are outside any policy.
  */
@@ -103,6 +105,9 @@ export function storeNetworkPolicies(
   const ns = operator.namespace;
   const clients = [...boundPeers(boundNamespaces), storePeer(backend)];
   const groups = managedConnection(backend).members.map((_, i) => memberComponent(i));
+  const tierPorts = managedConnection(backend).members.flatMap((g, i) =>
+    groupDisk(g) ? [tcp(memberTierStatusPort(i))] : [],
+  );
   return [
     policy(backend, ns, leaderName(backend), leaderComponent, {
       podSelector: { matchLabels: backendSelector(name, leaderComponent) },
@@ -118,7 +123,10 @@ export function storeNetworkPolicies(
         matchExpressions: [{ key: componentLabel, operator: 'In', values: groups }],
       },
       policyTypes: ['Ingress'],
-      ingress: [{ from: clients, ports: transferPortRanges.map((r) => tcp(r.first, r.last)) }],
+      ingress: [
+        { from: clients, ports: transferPortRanges.map((r) => tcp(r.first, r.last)) },
+        ...(tierPorts.length ? [{ from: [operatorPeer(operator)], ports: tierPorts }] : []),
+      ],
     }),
     policy(backend, ns, `${name}-${tierCleanupComponent}`, tierCleanupComponent, {
       podSelector: { matchLabels: backendSelector(name, tierCleanupComponent) },

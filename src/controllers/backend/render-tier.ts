@@ -10,7 +10,7 @@ export type LocalDisk = NonNullable<MemberGroup['localDisks']>[number];
 
 export const localDiskVolume = 'local-disk';
 // Operator-chosen buckets: the store's defaults (256 MB / 500 keys) would leave modest tiers empty.
-const bucketSizeLimitBytes = '16777216';
+export const bucketSizeLimitBytes = 16 * 1024 * 1024;
 const bucketKeysLimit = '64';
 // A write-through tier's offload heartbeat (decision 45): 1 s, as measured.
 const writeThroughHeartbeatSeconds = '1';
@@ -55,7 +55,7 @@ export function tierEnv(disk: LocalDisk): EnvVar[] {
   return [
     { name: 'MOONCAKE_OFFLOAD_ENABLED', value: 'true' },
     { name: 'MOONCAKE_OFFLOAD_FILE_STORAGE_PATH', value: disk.path },
-    { name: 'MOONCAKE_OFFLOAD_BUCKET_SIZE_LIMIT_BYTES', value: bucketSizeLimitBytes },
+    { name: 'MOONCAKE_OFFLOAD_BUCKET_SIZE_LIMIT_BYTES', value: String(bucketSizeLimitBytes) },
     { name: 'MOONCAKE_OFFLOAD_BUCKET_KEYS_LIMIT', value: bucketKeysLimit },
     ...(capacity > 0n
       ? [

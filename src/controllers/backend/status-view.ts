@@ -49,6 +49,8 @@ export interface BackendView {
   previousMembers?: MemberRow[];
   /** Decided once from the first members' survey (disk tier only); undefined while undecided. */
   tierWasEmpty?: DecidedCondition;
+  /** Whether the tier members' disks take the store's writes (decision 39); undefined while none runs. */
+  tierWritable?: DecidedCondition;
 }
 
 /** One row of status.members. */

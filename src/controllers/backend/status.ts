@@ -182,6 +182,7 @@ export function decideBackendStatus(v: BackendView): BackendStatusDecision {
     rolloutVerdict(v),
     electionVerdict(v),
     v.tierWasEmpty,
+    v.tierWritable,
   ].filter((c): c is DecidedCondition => c !== undefined);
   const decision: BackendStatusDecision = {
     ...phaseOf(v, leader, members.condition, capacity.total, deletable),
