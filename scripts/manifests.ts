@@ -9,13 +9,8 @@ import { dirname, join } from 'node:path';
 import { parse } from 'yaml';
 import { projectRoot } from '../images/toolchain.ts';
 import { helmBinary } from '../local/toolchain.ts';
-import { renderApiReference } from '../src/cli/api-reference.ts';
-import {
-  chartCrdFiles,
-  crdFiles,
-  webhookConfigurationTemplate,
-  withSettingsTable,
-} from '../src/cli/chart-files.ts';
+import { renderApiReference } from './api-reference.ts';
+import { chartCrdFiles, crdFiles, webhookConfigurationTemplate, withSettingsTable } from './chart-files.ts';
 
 export const crdDir = join(projectRoot, 'deploy', 'crds');
 export const chartDir = join(projectRoot, 'charts', 'kvpool');

@@ -5,9 +5,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { projectRoot } from '../../images/toolchain.ts';
+import { renderApiReference } from '../../scripts/api-reference.ts';
 import { renderAllCrds } from '../../src/api/crd.ts';
 import { storeImageExample } from '../../src/api/setting.ts';
-import { renderApiReference } from '../../src/cli/api-reference.ts';
 
 interface Schema {
   properties?: Record<string, Schema>;

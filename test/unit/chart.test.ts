@@ -8,9 +8,9 @@ import { describe, it } from 'node:test';
 import { parse, parseAllDocuments } from 'yaml';
 import { projectRoot } from '../../images/toolchain.ts';
 import { helmBinary } from '../../local/toolchain.ts';
+import { renderSettingsTable, settingsTableMarkers } from '../../scripts/chart-files.ts';
 import { chartDir, helmTemplate } from '../../scripts/manifests.ts';
 import { settingDefaults, settings } from '../../src/api/setting.ts';
-import { renderSettingsTable, settingsTableMarkers } from '../../src/cli/chart-files.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 
 type Obj = KubeObject & Record<string, unknown>;

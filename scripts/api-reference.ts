@@ -2,8 +2,8 @@
 // kind's scope, names and columns, then every field of spec and status with its type, default and
 // description, and the rules the API server enforces on it. `npm run manifests` writes it; the check
 // and a unit test fail when the committed file is stale.
-import { renderAllCrds } from '../api/crd.ts';
-import { kinds } from '../api/kinds.ts';
+import { renderAllCrds } from '../src/api/crd.ts';
+import { kinds } from '../src/api/kinds.ts';
 
 interface Schema {
   type?: string;
