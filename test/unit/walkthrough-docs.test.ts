@@ -1,12 +1,14 @@
-// The walkthrough as documented runs from the docs alone: before a step applies a manifest, the docs
-// have created every namespace it uses and labelled the nodes its stores select, and they say which
-// manifests carry the INSTANCE_TYPE placeholder.
+// The walkthrough as documented runs from the docs alone: each step applies its manifest in a console
+// block of its own section (which test/e2e/walkthrough-doc.test.ts runs), after console blocks that
+// create every namespace it uses and label the nodes its stores select; a manifest that carries the
+// INSTANCE_TYPE placeholder is applied through the sed that replaces it.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { projectRoot } from '../../images/toolchain.ts';
+import { consoleSteps, fencedBlocks } from '../support/doc-blocks.ts';
 
 const dir = join(projectRoot, 'examples', 'walkthrough');
 const walkthrough = readFileSync(join(projectRoot, 'docs', 'walkthrough.md'), 'utf8');
@@ -47,13 +49,19 @@ const steps: Step[] = readdirSync(dir)
   })
   .sort((a, b) => a.n - b.n);
 
-/** docs/walkthrough.md up to the end of Step n, and Step n's section alone. */
-function docsThrough(n: number): { before: string; section: string } {
+/** Step n's section, its console blocks, and the console blocks of the page up to the end of Step n. */
+function docsThrough(n: number): {
+  section: string;
+  commandsBefore: string;
+  commands: string;
+} {
   const start = walkthrough.indexOf(`## Step ${n}:`);
   const next = walkthrough.indexOf(`## Step ${n + 1}:`);
   assert.ok(start >= 0, `docs/walkthrough.md has no "## Step ${n}:"`);
   const end = next < 0 ? walkthrough.length : next;
-  return { before: walkthrough.slice(0, end), section: walkthrough.slice(start, end) };
+  const section = walkthrough.slice(start, end);
+  const consoleText = (md: string) => fencedBlocks(md, 'console').join('\n');
+  return { section, commandsBefore: consoleText(walkthrough.slice(0, end)), commands: consoleText(section) };
 }
 
 describe('the walkthrough docs', () => {
@@ -63,18 +71,32 @@ describe('the walkthrough docs', () => {
       [1, 2, 3, 4, 5, 6],
     ));
 
+  it('are console blocks the e2e test can run: scripts, or transcripts without a watch', () => {
+    for (const block of fencedBlocks(walkthrough, 'console')) assert.doesNotThrow(() => consoleSteps(block));
+  });
+
   for (const step of steps) {
     it(`prepare what ${step.file} needs before it is applied`, () => {
-      const { before, section } = docsThrough(step.n);
+      const { section, commandsBefore, commands } = docsThrough(step.n);
+      const apply = step.placeholder
+        ? `sed s/INSTANCE_TYPE/local-gpu/ examples/walkthrough/${step.file} | kubectl apply --server-side -f -`
+        : `kubectl apply --server-side -f examples/walkthrough/${step.file}`;
+      assert.ok(
+        commands.includes(apply),
+        `walkthrough: Step ${step.n} has no console block with \`${apply}\``,
+      );
       for (const ns of step.namespaces) {
-        assert.ok(before.includes(`create namespace ${ns}`), `walkthrough: namespace ${ns} is never created`);
+        assert.ok(
+          commandsBefore.includes(`kubectl create namespace ${ns}`),
+          `walkthrough: no console block creates namespace ${ns}`,
+        );
         assert.ok(examplesReadme.includes(`create namespace ${ns}`), `examples README: namespace ${ns}`);
       }
       for (const label of step.labels) {
         assert.match(
-          before,
-          new RegExp(`label node .*${label}`),
-          `walkthrough: no node is labelled ${label}`,
+          commandsBefore,
+          new RegExp(`kubectl label node .*${label}`),
+          `walkthrough: no console block labels a node ${label}`,
         );
         assert.match(examplesReadme, new RegExp(`label node .*${label}`), `examples README: ${label}`);
       }
