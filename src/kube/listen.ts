@@ -1,12 +1,17 @@
 // Starting and stopping the operator's and the store program's small HTTP(S) servers.
 import type { Server as HttpServer } from 'node:http';
+import type { Http2SecureServer } from 'node:http2';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 type Server = HttpServer | HttpsServer;
 
 /** Listens on host:port (0 picks a free port) and resolves with the port bound, or rejects (EADDRINUSE…). */
-export async function listen(server: Server, port: number, host: string): Promise<number> {
+export async function listen(
+  server: Server | Http2SecureServer,
+  port: number,
+  host: string,
+): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

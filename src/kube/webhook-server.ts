@@ -1,10 +1,18 @@
 // HTTPS server for admission webhooks (AdmissionReview v1). Each path has a handler that returns a
 // verdict; mutating handlers return a JSON Patch. The serving certificate can be swapped in place.
+// It speaks HTTP/2 (HTTP/1.1 too): the apiserver then sends concurrent reviews over one connection
+// instead of opening, and handshaking, one connection per review in flight.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer, type Server } from 'node:https';
+import {
+  createSecureServer,
+  type Http2SecureServer,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+} from 'node:http2';
+import type { TLSSocket } from 'node:tls';
 import type { UserInfo } from 'kubernetes-types/authentication/v1.js';
-import { closeServer, listen } from './listen.ts';
+import { listen } from './listen.ts';
 import { log } from './log.ts';
 import { webhookInFlight, webhookLatency, webhookRequests } from './metrics.ts';
 import type { KubeObject } from './object.ts';
@@ -132,7 +140,8 @@ export const defaultMaxReviewBytes = 8 << 20;
 export class WebhookServer {
   private readonly handlers = new Map<string, Judge>();
   private readonly maxReviewBytes: number;
-  private server: Server | undefined;
+  private server: Http2SecureServer | undefined;
+  private readonly sockets = new Set<TLSSocket>();
 
   constructor(options: { maxReviewBytes?: number } = {}) {
     this.maxReviewBytes = options.maxReviewBytes ?? defaultMaxReviewBytes;
@@ -144,28 +153,36 @@ export class WebhookServer {
   }
 
   async start(cert: ServingCertificate, port: number, host = '0.0.0.0'): Promise<number> {
-    this.server = createServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => {
-      const webhook = (req.url ?? '').split('?')[0]!;
-      const judge = this.handlers.get(webhook);
-      if (req.method !== 'POST' || !judge) {
-        res.writeHead(404).end();
-        return;
-      }
-      // controller-runtime's webhook metrics, labelled by the webhook's path, counted once answered.
-      const started = performance.now();
-      webhookInFlight.inc({ webhook });
-      res.once('close', () => {
-        const code = String(res.statusCode);
-        webhookInFlight.dec({ webhook });
-        webhookRequests.inc({ webhook, code });
-        webhookLatency.observe({ webhook, code }, (performance.now() - started) / 1000);
-      });
-      readReview(req, res, this.maxReviewBytes, judge);
+    const server = createSecureServer(
+      { cert: cert.certPem, key: cert.keyPem, allowHTTP1: true },
+      (req: Request, response: ServerResponse | Http2ServerResponse) => {
+        const res = response as Response;
+        const webhook = (req.url ?? '').split('?')[0]!;
+        const judge = this.handlers.get(webhook);
+        if (req.method !== 'POST' || !judge) {
+          res.writeHead(404).end();
+          return;
+        }
+        // controller-runtime's webhook metrics, labelled by the webhook's path, counted once answered.
+        const started = performance.now();
+        webhookInFlight.inc({ webhook });
+        res.once('close', () => {
+          const code = String(res.statusCode);
+          webhookInFlight.dec({ webhook });
+          webhookRequests.inc({ webhook, code });
+          webhookLatency.observe({ webhook, code }, (performance.now() - started) / 1000);
+        });
+        readReview(req, res, this.maxReviewBytes, judge);
+      },
+    );
+    this.server = server;
+    // The apiserver keeps idle connections for 90 s; closing ours first races its next request (a
+    // reset). Sockets are kept so that a stop never waits on an idle client.
+    server.setTimeout(0);
+    server.on('secureConnection', (socket: TLSSocket) => {
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
     });
-    const server = this.server;
-    // The apiserver keeps idle connections for 90 s; closing ours first races its next request (a reset).
-    server.keepAliveTimeout = 120_000;
-    server.headersTimeout = 125_000;
     return listen(server, port, host);
   }
 
@@ -177,17 +194,30 @@ export class WebhookServer {
   async stop(): Promise<void> {
     const server = this.server;
     if (!server) return;
-    await closeServer(server);
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
   }
 }
 
-function answerPlain(res: ServerResponse, status: number, message: string): void {
+type Request = IncomingMessage | Http2ServerRequest;
+/** What an answer needs of an HTTP/1.1 or an HTTP/2 response. */
+interface Response {
+  statusCode: number;
+  headersSent: boolean;
+  writeHead(status: number, headers?: Record<string, string>): { end(body?: string): unknown };
+  once(event: 'close', listener: () => void): unknown;
+}
+
+function answerPlain(res: Response, status: number, message: string): void {
   if (res.headersSent) return;
-  res.writeHead(status, { 'content-type': 'text/plain', connection: 'close' }).end(message);
+  // HTTP/2 has no Connection header: the stream ends, the connection serves the others.
+  const close: Record<string, string> = 'stream' in res ? {} : { connection: 'close' };
+  res.writeHead(status, { 'content-type': 'text/plain', ...close }).end(message);
 }
 
 /** Reads at most `limit` bytes of a review, judges it, and answers; a client that goes away is dropped. */
-function readReview(req: IncomingMessage, res: ServerResponse, limit: number, judge: Judge) {
+function readReview(req: Request, res: Response, limit: number, judge: Judge) {
   const tooLarge = `the AdmissionReview is larger than the webhook reads (${formatQuantity(limit)}); nothing was admitted`;
   req.on('error', () => req.destroy());
   if (Number(req.headers['content-length'] ?? 0) > limit) {
