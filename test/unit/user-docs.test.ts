@@ -129,7 +129,7 @@ describe('the user docs', () => {
       assert.doesNotMatch(page, /store(s'|) Pods are left alone|without restarting them/);
       assert.match(page, /rolls onto/);
     }
-    assert.match(read('upgrade-and-uninstall.md'), /\*\*Lost\*\*: every cached key/);
+    assert.match(read('upgrade-and-uninstall.md'), /\*\*Lost\*\*: every key held in memory only/);
   });
 
   it('list every kvpool metric on the monitoring page with its labels, and none that does not exist', async () => {
