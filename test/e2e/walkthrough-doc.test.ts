@@ -50,10 +50,30 @@ describe('docs/walkthrough.md runs as written on the local cluster', () => {
         await body();
       } catch (err) {
         failed = name;
+        await diagnose().catch((e: unknown) => console.log(`no diagnosis: ${e}`));
         throw err;
       }
     });
 
+  /** On a failure: whether the DRAM store changed masters or restarted, which empties it. */
+  const diagnose = async () => {
+    const b = await e.backend('mooncake-dram');
+    const leaders = await e.kubectl([
+      '-n',
+      'gpustack-system',
+      'get',
+      'pods',
+      '-l',
+      'app.kubernetes.io/instance=mooncake-dram,app.kubernetes.io/component=leader',
+      '-o',
+      'custom-columns=NAME:.metadata.name,READY:.status.containerStatuses[0].ready,RESTARTS:.status.containerStatuses[0].restartCount,STARTED:.status.startTime',
+    ]);
+    console.log(
+      `diagnosis: mooncake-dram lastFailover ${JSON.stringify(b.status?.lastFailover ?? null)}; conditions ${JSON.stringify(
+        b.status?.conditions?.map((c) => `${c.type}=${c.status}/${c.reason}`),
+      )}; default charged ${await chargedTo('default').catch((x: unknown) => String(x))}\n${leaders}`,
+    );
+  };
   /** `kubectl kvpool …` as a user runs it, in the page's shell. */
   const plugin = async (...args: string[]) => {
     try {
