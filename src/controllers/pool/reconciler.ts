@@ -24,7 +24,6 @@ import {
   type PoolInformers,
   poolInformers,
 } from '../../context/informers.ts';
-import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../../context/master-address.ts';
 import type { OperatorContext } from '../../context/operator-context.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
 import { log } from '../../kube/log.ts';
@@ -43,6 +42,7 @@ import { ensureClaims, releaseClaimAndFinalizer, releaseClaimsOfDeleted } from '
 import { executeLedger, type LedgerOutcome } from './ledger.ts';
 import { measureLedgerPass, stageClock } from './ledger-metrics.ts';
 import { heldLive, liveInput, mayRelease, poolInUseLive } from './live-check.ts';
+import { resolveMaster } from './master-resolution.ts';
 import { planLedger } from './plan.ts';
 import { diskTierEvidence } from './purge-safety.ts';
 import { parsePolicy, renderSeedConfigMap, seedTenants } from './seed-policy.ts';
@@ -119,7 +119,7 @@ export class PoolReconciler {
     }
     const lap = stageClock(key);
     const report: MasterReport = { ledgerOff: false, retained: new Set() };
-    let address = this.resolve(key, backend, report);
+    let address = resolveMaster(this.informers, this.ctx.namespace, key, backend, report);
     const registry = backend ? await this.ledgerObjects(backend) : undefined;
     if (registry?.conflicts.length) {
       // Neither the ledger nor the policy is touched while someone else's object holds their names.
@@ -267,41 +267,6 @@ export class PoolReconciler {
         `the master's metrics, read before removing a domain's objects, failed: ${o.metrics?.message ?? 'not read'}`,
       );
     return diskTierEvidence(backend, o.metrics.value);
-  }
-
-  /** Fills how the pool's backend resolves; returns the master's admin address when there is one. */
-  private resolve(
-    key: string,
-    backend: KVCacheBackend | undefined,
-    report: MasterReport,
-  ): string | undefined {
-    if (!backend) {
-      report.unresolved = {
-        reason: PoolReason.BackendNotFound,
-        message: `KVCacheBackend ${key} does not exist; create it, or delete this pool`,
-      };
-      return undefined;
-    }
-    report.clientEndpoint = backend.status?.endpoints?.find((e) => e.name === 'Client')?.address;
-    const published = backend.status?.endpoints?.some((e) => e.name === 'Admin');
-    if (!published) {
-      report.unresolved = {
-        reason: PoolReason.EndpointsNotPublished,
-        message: `backend ${key} has published no Admin endpoint yet`,
-      };
-      return undefined;
-    }
-    if (backend.spec.connection.managed?.leader.multiTenancy === false) report.ledgerOff = true;
-    const managed = Boolean(backend.spec.connection.managed);
-    const address = managed
-      ? managedAdminAddress(this.informers, backend, leaseHolder(this.informers, backend, this.ctx.namespace))
-      : externalAdminAddress(backend);
-    if (!address && !report.ledgerOff)
-      report.ledgerFailure = {
-        kind: PoolReason.LedgerUnreachable,
-        message: `no leader of backend ${key} is ready to answer`,
-      };
-    return address;
   }
 
   /**
