@@ -4,6 +4,7 @@
 // campaigns again, so two masters never serve one store while an API outage shorter than that deadline
 // costs nothing. See docs/store-program.md.
 import { KubeClient } from '../kube/client.ts';
+import { hostPort } from '../kube/host-port.ts';
 import { asksToStepDown, LeaderElector, type TermEnd } from '../kube/leader-election.ts';
 import { type Logger, log } from '../kube/log.ts';
 import { Child, describeExit, findOnPath } from './child.ts';
@@ -79,7 +80,7 @@ export async function runLeader(options: LeaderOptions, pod = podFromEnv()): Pro
 function masterAdmin(run: Pick<Run, 'options' | 'pod'>): string {
   const endpoints = masterEndpoints(run.options.masterArgs);
   const host = endpoints.metricsHost ?? run.pod.ip ?? '127.0.0.1';
-  return `${host.includes(':') ? `[${host}]` : host}:${endpoints.metricsPort}`;
+  return hostPort(host, endpoints.metricsPort);
 }
 
 async function runUnelected(run: Run): Promise<number> {

@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { parse } from 'yaml';
+import { hostPort } from './host-port.ts';
 
 export interface ClusterAccess {
   server: string;
@@ -86,7 +87,7 @@ export function inClusterAccess(): ClusterAccess | undefined {
   if (!host || !port || !existsSync(tokenFile)) return undefined;
   const caFile = join(serviceAccountDir, 'ca.crt');
   return {
-    server: `https://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    server: `https://${hostPort(host, port)}`,
     ca: existsSync(caFile) ? readFileSync(caFile, 'utf8') : undefined,
     skipTLSVerify: false,
     tokenFile,

@@ -8,6 +8,7 @@ import { type BackendInformers, backendInformers } from '../../context/informers
 import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../../context/master-address.ts';
 import type { OperatorContext } from '../../context/operator-context.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
+import { hostPort } from '../../kube/host-port.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { groupDisk, managedConnection } from '../../model/backend-spec.ts';
 import { mergeConditions } from '../../model/conditions.ts';
@@ -251,10 +252,7 @@ async function readTiers(backend: KVCacheBackend, view: BackendView): Promise<Me
       pod: p.name,
       node: p.nodeName ?? '?',
       group: p.group,
-      reading: await readMemberTier(`${hostPart(p.podIP!)}:${memberTierStatusPort(p.group)}`),
+      reading: await readMemberTier(hostPort(p.podIP!, memberTierStatusPort(p.group))),
     })),
   );
 }
-
-/** An address's host part: an IPv6 Pod IP in brackets. */
-const hostPart = (ip: string) => (ip.includes(':') ? `[${ip}]` : ip);
