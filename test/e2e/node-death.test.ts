@@ -18,6 +18,7 @@ import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Pod as CorePod, Node } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend, KVCachePoolBinding } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
+import { backend, group } from '../support/kvcache-fixtures.ts';
 import { type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
 import { binding, pool, v1 } from '../support/pool-fixtures.ts';
 import { runStoreClient } from '../support/store-client.ts';
@@ -47,24 +48,9 @@ function running(pid: number): boolean {
   }
 }
 
-function backend(): KubeObject {
-  return {
-    apiVersion: v1,
-    kind: 'KVCacheBackend',
-    metadata: { name },
-    spec: {
-      connection: {
-        managed: {
-          // Two replicas, spread one per node: the serving leader and a standby on the other node.
-          leader: { replicas: 2 },
-          members: [
-            { nodeSelector: { 'kubernetes.io/os': 'linux' }, medium: 'DRAM', capacityPerMember: oneMember },
-          ],
-        },
-      },
-    },
-  } as KubeObject;
-}
+/** Two leader replicas, spread one per node: the serving leader and a standby on the other node. */
+const nodeDeathBackend = () =>
+  backend(name, { leaderReplicas: 2, groups: [group({ capacityPerMember: oneMember })] });
 
 /** One reading of everything the test watches while the node is gone. */
 interface Sample {
@@ -212,7 +198,7 @@ describe('a node that dies and comes back', () => {
   before(async () => {
     e = await startE2ECluster();
     await e.kubectl(['create', 'namespace', team]);
-    await client().create(backend());
+    await client().create(nodeDeathBackend());
     await client().create(pool(name, name, fullCapacity));
     await client().create(binding(team, team, name, ceiling, {}));
   });

@@ -23,6 +23,7 @@ import { parsePrometheusText } from '../../src/store/prometheus.ts';
 import { fencedBlocks, sections } from '../support/doc-blocks.ts';
 import { runConsoleBlock, type Shell } from '../support/doc-runner.ts';
 import { makeDoctorFaults } from '../support/doctor-faults.ts';
+import { expectDeletionHeld } from '../support/held-deletion.ts';
 import { conditionOf, type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
 import { seedText } from '../support/seed.ts';
 import { waitFor } from '../support/wait.ts';
@@ -240,32 +241,8 @@ describe('docs/walkthrough.md runs as written on the local cluster', () => {
     );
   });
 
-  step(
-    'holds the Binding’s deletion while the deployment exists, and leaves its replicas running',
-    async () => {
-      const uids = (await ready('qwen-chat')).map((p) => p.metadata.uid).sort();
-      await e.kubectl(['-n', 'team-a', 'delete', 'kvcpb', 'team-a', '--wait=false']);
-      const b = await waitFor(
-        async () => {
-          const x = await binding('team-a', 'team-a');
-          return conditionOf(x, 'Releasable')?.reason === 'HeldByWorkloads' ? x : undefined;
-        },
-        { what: 'HeldByWorkloads' },
-      );
-      assert.match(conditionOf(b, 'Releasable')!.message, /ModelDeployment\/qwen-chat/);
-      // Passes later (the operator's own count of ModelDeployment reconciles) the same two replicas
-      // still serve: nothing was rolled.
-      const from = await e.reconciles('modeldeployment');
-      await waitFor(() => e.reconciles('modeldeployment'), {
-        what: 'more ModelDeployment passes',
-        until: (n) => n >= from + 3,
-        timeoutMs: 120_000,
-        intervalMs: 2000,
-      });
-      const now = (await ready('qwen-chat')).map((p) => p.metadata.uid).sort();
-      assert.equal(now.length, 2);
-      assert.deepEqual(now, uids, 'the workload keeps running, untouched');
-    },
+  step('holds the Binding’s deletion while the deployment exists, and leaves its replicas running', () =>
+    expectDeletionHeld(e, async () => (await ready('qwen-chat')).map((p) => p.metadata.uid!).sort()),
   );
 
   step(

@@ -8,6 +8,7 @@ import { localInstanceType } from '../../local/cluster.ts';
 import type { KVCachePoolBinding, ModelDeployment } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { parsePrometheusText } from '../../src/store/prometheus.ts';
+import { expectDeletionHeld } from '../support/held-deletion.ts';
 import { conditionOf, type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
 import { seedText } from '../support/seed.ts';
 import { waitFor } from '../support/wait.ts';
@@ -120,30 +121,8 @@ describe('the walkthrough workloads on the local cluster', () => {
     assert.equal(md.status?.roleSummary, '2S');
   });
 
-  it('holds the Binding’s deletion while the deployment exists', async () => {
-    const uids = (await replicas('qwen-chat')).map((p) => p.metadata.uid).sort();
-    await e.kubectl(['-n', 'team-a', 'delete', 'kvcpb', 'team-a', '--wait=false']);
-    const b = await waitFor(
-      async () => {
-        const x = await binding('team-a');
-        return conditionOf(x, 'Releasable')?.reason === 'HeldByWorkloads' ? x : undefined;
-      },
-      { what: 'HeldByWorkloads' },
-    );
-    assert.match(conditionOf(b, 'Releasable')!.message, /ModelDeployment\/qwen-chat/);
-    // Passes later (the operator's own count of ModelDeployment reconciles) the same two replicas
-    // still serve: nothing was rolled.
-    const from = await e.reconciles('modeldeployment');
-    await waitFor(() => e.reconciles('modeldeployment'), {
-      what: 'more ModelDeployment passes',
-      until: (n) => n >= from + 3,
-      timeoutMs: 120_000,
-      intervalMs: 2000,
-    });
-    const after = (await replicas('qwen-chat')).map((p) => p.metadata.uid).sort();
-    assert.deepEqual(after, uids, 'the workload keeps running, untouched');
-    assert.equal(after.length, 2);
-  });
+  it('holds the Binding’s deletion while the deployment exists', () =>
+    expectDeletionHeld(e, async () => (await replicas('qwen-chat')).map((p) => p.metadata.uid!).sort()));
 
   it('Step 6: fp8 renders --kv-cache-dtype fp8_e4m3 and --block-size 16; its blocks land in qwen-fp8-v1, not default', async () => {
     await e.kubectl(

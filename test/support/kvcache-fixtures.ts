@@ -22,7 +22,12 @@ export const group = (over: Partial<MemberGroup> = {}): MemberGroup => ({
 /** A managed backend with one DRAM member group per entry of `groups`. */
 export function backend(
   name = 'mooncake-dram',
-  opts: { groups?: MemberGroup[]; multiTenancy?: boolean; protocol?: 'Auto' | 'TCP' | 'RDMA' } = {},
+  opts: {
+    groups?: MemberGroup[];
+    multiTenancy?: boolean;
+    protocol?: 'Auto' | 'TCP' | 'RDMA';
+    leaderReplicas?: number;
+  } = {},
 ): KVCacheBackend {
   return {
     apiVersion: 'worker.gpustack.ai/v1',
@@ -33,7 +38,7 @@ export function backend(
       transport: { protocol: opts.protocol ?? 'Auto' },
       connection: {
         managed: {
-          leader: { replicas: 1, multiTenancy: opts.multiTenancy ?? true },
+          leader: { replicas: opts.leaderReplicas ?? 1, multiTenancy: opts.multiTenancy ?? true },
           members: opts.groups ?? [group()],
         },
       },
