@@ -2,7 +2,7 @@
 // event loop): the chart's account, webhooks on a loopback port, health and /metrics on another, no
 // leader election. The bench applies and removes the webhook configurations itself.
 import { KubeClient } from '../src/kube/client.ts';
-import { startOperator } from '../src/operator.ts';
+import { startOperator } from '../src/kvpool/start-operator.ts';
 import { accountKubeconfig, installOperatorAccess } from '../test/support/operator-access.ts';
 
 const [adminKubeconfig, namespace, webhookPort, healthPort] = process.argv.slice(2) as [

@@ -119,7 +119,7 @@ try {
     'bench',
     ['--namespace', ns, '--health-port', String(healthPort), '--webhook-port', '0'],
     join(dir, 'logs'),
-    join(compiled, 'src', 'cli', 'kvpool.js'),
+    join(compiled, 'src', 'kvpool', 'main.js'),
   );
   delete process.env.NODE_OPTIONS;
   await waitFor(

@@ -196,7 +196,7 @@ export const images: Image[] = [
     layers: ['debian', 'node', 'kvpool'],
     user: '65532:0',
     env: [`PATH=${defaultPath}`],
-    entrypoint: ['node', '/opt/kvpool/src/cli/kvpool.js', 'operator'],
+    entrypoint: ['node', '/opt/kvpool/src/kvpool/main.js', 'operator'],
     workingDir: '/opt/kvpool',
   },
   {

@@ -131,7 +131,7 @@ describe('kvpool without Helm: the documented uninstall keeps every object and t
     await promisify(execFile)(
       process.execPath,
       [
-        join(projectRoot, 'src/cli/kvpool.ts'),
+        join(projectRoot, 'src/kvpool/main.ts'),
         'uninstall',
         '--kubeconfig',
         e.cluster.kubeconfigPath,

@@ -4,9 +4,9 @@
 // lapses after the grace; uninstall leaves no claim behind.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { runUninstall } from '../../src/cli/uninstall.ts';
 import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
+import { runUninstall } from '../../src/kvpool/uninstall.ts';
 import { claimName, claimSelector, type DomainClaim } from '../../src/model/domain-claims.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';

@@ -8,14 +8,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { LastFailover } from '../../src/api/kvcache-backend.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
-import { failoverLine } from '../../src/cli/plugin/failover-line.ts';
-import { failoverNode } from '../../src/cli/plugin/status-model.ts';
 import {
   advanceFailover,
   type FailoverMemory,
   warmSeconds,
 } from '../../src/controllers/backend/status-failover.ts';
 import { figureSamples } from '../../src/controllers/figure-metrics.ts';
+import { failoverLine } from '../../src/kubectl-kvpool/failover-line.ts';
+import { failoverNode } from '../../src/kubectl-kvpool/status-model.ts';
 import { parseQuantityBytes } from '../../src/model/quantity.ts';
 import { sightingOf } from '../../src/store/master-sighting.ts';
 import { observeStore } from '../../src/store/observe.ts';

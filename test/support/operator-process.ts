@@ -9,7 +9,7 @@ export function startOperatorProcess(
   identity: string,
   args: string[],
   logDir: string,
-  program = join(projectRoot, 'src', 'cli', 'kvpool.ts'),
+  program = join(projectRoot, 'src', 'kvpool', 'main.ts'),
 ): ManagedProcess {
   return startProcess(`operator-${identity}`, process.execPath, {
     logDir,

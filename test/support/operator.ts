@@ -7,7 +7,7 @@ import { awaitAdmissionInForce } from '../../local/admission-in-force.ts';
 import { freePort } from '../../local/ports.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import type { LeaderElectionOptions } from '../../src/kube/leader-election.ts';
-import { type RunningOperator, startOperator } from '../../src/operator.ts';
+import { type RunningOperator, startOperator } from '../../src/kvpool/start-operator.ts';
 import { applyWebhookConfigurations, webhookHooks } from '../../src/webhooks/index.ts';
 import { accountKubeconfig, installOperatorAccess } from './operator-access.ts';
 

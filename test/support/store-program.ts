@@ -8,7 +8,7 @@ import { type ManagedProcess, startProcess } from '../../local/processes.ts';
 import { mooncakeVenv } from '../../local/toolchain.ts';
 import { testKubeconfig } from './cluster.ts';
 
-const program = join(projectRoot, 'src', 'cli', 'kvpool-store.ts');
+const program = join(projectRoot, 'src', 'kvpool-store', 'main.ts');
 
 export interface StorePod {
   name: string;

@@ -43,11 +43,11 @@ describe('compileTree of src/', () => {
         existsSync(join(dir, 'src', 'agent', 'member_bootstrap.py')),
         'the member bootstrap is copied',
       );
-      assert.ok(!existsSync(join(dir, 'src', 'operator.ts')), 'no TypeScript is left');
+      assert.ok(!existsSync(join(dir, 'src', 'kvpool', 'start-operator.ts')), 'no TypeScript is left');
       const modules = [
-        'operator.js',
-        'cli/operator.js',
-        'cli/uninstall.js',
+        'kvpool/start-operator.js',
+        'kvpool/operator.js',
+        'kvpool/uninstall.js',
         'agent/leader.js',
         'agent/member.js',
       ];

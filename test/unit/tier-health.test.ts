@@ -9,9 +9,9 @@ import { after, describe, it } from 'node:test';
 import { storeWords, TierStatus } from '../../src/agent/tier-status.ts';
 import { BackendCondition, BackendReason } from '../../src/api/kvcache-backend-conditions.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
-import { tierFull } from '../../src/cli/plugin/doctor-tier.ts';
-import type { Snapshot } from '../../src/cli/plugin/snapshot.ts';
 import { decideTierWritable, type MemberTierReading } from '../../src/controllers/backend/tier-health.ts';
+import { tierFull } from '../../src/kubectl-kvpool/doctor-tier.ts';
+import type { Snapshot } from '../../src/kubectl-kvpool/snapshot.ts';
 import { parseTierReport, type TierReport } from '../../src/store/member-tier.ts';
 import { backend, group } from '../support/kvcache-fixtures.ts';
 

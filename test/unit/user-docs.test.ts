@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { projectRoot } from '../../images/toolchain.ts';
-import { checks } from '../../src/cli/plugin/doctor.ts';
+import { checks } from '../../src/kubectl-kvpool/doctor.ts';
 import { fullRegistry } from './metric-modules.ts';
 
 const registry = await fullRegistry();
@@ -101,7 +101,7 @@ describe('the user docs', () => {
     const sources = [
       ...pages,
       join(projectRoot, 'charts', 'kvpool', 'README.md'),
-      ...['controllers/pool', 'cli/plugin'].flatMap((dir) =>
+      ...['controllers/pool', 'kubectl-kvpool'].flatMap((dir) =>
         readdirSync(join(projectRoot, 'src', dir)).map((f) => join(projectRoot, 'src', dir, f)),
       ),
     ];

@@ -54,6 +54,9 @@ import { unpooledKey, wirePoolWatches } from './watches.ts';
 /** How soon a pass whose ledger requests failed runs again. */
 const ledgerRetryMs = 5_000;
 
+/** How often a pool's ledger key is passed over without an event. */
+export const defaultPoolObserveIntervalMs = 30_000;
+
 export class PoolReconciler {
   readonly controller: Controller;
   private readonly ctx: OperatorContext;
@@ -65,7 +68,7 @@ export class PoolReconciler {
 
   constructor(ctx: OperatorContext, options: { observeIntervalMs?: number } = {}) {
     this.ctx = ctx;
-    this.observeIntervalMs = options.observeIntervalMs ?? 30_000;
+    this.observeIntervalMs = options.observeIntervalMs ?? defaultPoolObserveIntervalMs;
     this.informers = poolInformers(ctx);
     this.controller = new Controller({
       name: 'kvcachepool',

@@ -1,6 +1,6 @@
 // The `kvpool` command: what the operator image runs.
 const usage = `usage: kvpool <command>
-  operator [flags]      run the operator (see src/cli/operator.ts for flags)
+  operator [flags]      run the operator (see src/kvpool/operator.ts for flags)
   uninstall --namespace NS --deployment NAME
                         release kvpool's objects before the chart is uninstalled (its pre-delete hook)`;
 

@@ -1,7 +1,7 @@
 // A store Pod as the status and the doctor describe it: its fault from its own state, or — for a
 // mount the kubelet cannot make, which keeps the Pod creating — from its FailedMount Warning event.
-import { BackendReason } from '../../api/kvcache-backend-conditions.ts';
-import { type PodView, viewPod } from '../../controllers/backend/pod-view.ts';
+import { BackendReason } from '../api/kvcache-backend-conditions.ts';
+import { type PodView, viewPod } from '../controllers/backend/pod-view.ts';
 import type { Pod, Snapshot } from './snapshot.ts';
 
 export function podFault(s: Snapshot, pod: Pod, role: 'Leader' | 'Member'): PodView {

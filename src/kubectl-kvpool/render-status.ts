@@ -1,5 +1,5 @@
 // `kubectl kvpool status` for people: the status model as text trees. Pure.
-import type { PoolPrefix } from '../../api/pool-prefix.ts';
+import type { PoolPrefix } from '../api/pool-prefix.ts';
 import { failoverLine } from './failover-line.ts';
 import type { BackendNode, BindingNode, Figure, MdNode, PoolNode, StatusModel } from './status-model.ts';
 import { renderTree, type TreeNode } from './tree.ts';

@@ -1,14 +1,14 @@
 // The doctor's rows about pools, Bindings and workloads: the backend a pool needs, the tenant ledger,
 // ceilings and grants, domains, held deletions, and engine/store version lines. Pure.
-import { conditionOf } from '../../api/conditions.ts';
-import { BackendCondition, BackendReason } from '../../api/kvcache-backend-conditions.ts';
-import { BindingReleasableReason, purgeOnDeleteAnnotation } from '../../api/kvcache-pool-binding.ts';
-import { BindingCondition, BindingReason } from '../../api/kvcache-pool-binding-conditions.ts';
-import { PoolCondition, PoolReason } from '../../api/kvcache-pool-conditions.ts';
-import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
-import { formatQuantity } from '../../kube/readable-quantity.ts';
-import { parseQuantityBytes } from '../../model/quantity.ts';
-import { componentLabel, instanceLabel, leaderComponent } from '../../model/store-objects.ts';
+import { conditionOf } from '../api/conditions.ts';
+import { BackendCondition, BackendReason } from '../api/kvcache-backend-conditions.ts';
+import { BindingReleasableReason, purgeOnDeleteAnnotation } from '../api/kvcache-pool-binding.ts';
+import { BindingCondition, BindingReason } from '../api/kvcache-pool-binding-conditions.ts';
+import { PoolCondition, PoolReason } from '../api/kvcache-pool-conditions.ts';
+import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
+import { formatQuantity } from '../kube/readable-quantity.ts';
+import { parseQuantityBytes } from '../model/quantity.ts';
+import { componentLabel, instanceLabel, leaderComponent } from '../model/store-objects.ts';
 import { type Check, type Finding, said } from './finding.ts';
 import type { Snapshot } from './snapshot.ts';
 import { clientLine, engineVersion, storeLine } from './version-lines.ts';

@@ -9,10 +9,10 @@ import type {
   KVCachePoolBinding,
   ModelDeployment,
   Setting,
-} from '../../api/types.ts';
-import type { KubeClient } from '../../kube/client.ts';
-import type { KubeObject } from '../../kube/object.ts';
-import { nameLabel } from '../../model/store-objects.ts';
+} from '../api/types.ts';
+import type { KubeClient } from '../kube/client.ts';
+import type { KubeObject } from '../kube/object.ts';
+import { nameLabel } from '../model/store-objects.ts';
 
 export type Pod = KubeObject<CorePod>;
 export type Lease = KubeObject<CoreLease>;

@@ -5,14 +5,14 @@
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient, kubeconfigTokenFile } from '../kube/client.ts';
-import { doctor } from './plugin/doctor.ts';
-import { renderDoctor } from './plugin/render-doctor.ts';
-import { renderStatus } from './plugin/render-status.ts';
-import { renderTop } from './plugin/render-top.ts';
-import { readSnapshot } from './plugin/snapshot.ts';
-import { statusModel } from './plugin/status-model.ts';
-import { scrapeStores } from './plugin/store-scrape.ts';
-import { topModel } from './plugin/top-model.ts';
+import { doctor } from './doctor.ts';
+import { renderDoctor } from './render-doctor.ts';
+import { renderStatus } from './render-status.ts';
+import { renderTop } from './render-top.ts';
+import { readSnapshot } from './snapshot.ts';
+import { statusModel } from './status-model.ts';
+import { scrapeStores } from './store-scrape.ts';
+import { topModel } from './top-model.ts';
 
 const usage = `usage: kubectl kvpool <command> [-o json] [--kubeconfig FILE] [--context NAME]
 

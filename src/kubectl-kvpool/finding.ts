@@ -1,5 +1,5 @@
 // What a doctor check reports, and the helpers every check uses.
-import type { Condition } from '../../api/schema.ts';
+import type { Condition } from '../api/schema.ts';
 import type { Snapshot } from './snapshot.ts';
 
 /** error: something does not work; warning: it needs a person; info: expected, said so it is not mistaken. */

@@ -2,12 +2,12 @@
 // lookups (hits and misses, which the store counts per master, not per domain), and per domain the
 // usage, grant and requested ceiling, and the prompt tokens its engines loaded from the pool (from the
 // Bindings' statuses, as the engines count them). A figure not reported stays absent, never 0. Pure.
-import type { PoolPrefix } from '../../api/pool-prefix.ts';
-import type { KVCacheBackend, KVCachePoolBinding } from '../../api/types.ts';
-import { sumPoolPrefix } from '../../model/pool-prefix.ts';
-import { capacityFrom } from '../../store/observe.ts';
-import { type Families, gauge, parsePrometheusText } from '../../store/prometheus.ts';
-import { tenantFigures } from '../../store/tenant-metrics.ts';
+import type { PoolPrefix } from '../api/pool-prefix.ts';
+import type { KVCacheBackend, KVCachePoolBinding } from '../api/types.ts';
+import { sumPoolPrefix } from '../model/pool-prefix.ts';
+import { capacityFrom } from '../store/observe.ts';
+import { type Families, gauge, parsePrometheusText } from '../store/prometheus.ts';
+import { tenantFigures } from '../store/tenant-metrics.ts';
 import type { Snapshot } from './snapshot.ts';
 import { type FailoverNode, type Figure, failoverNode, figure } from './status-model.ts';
 

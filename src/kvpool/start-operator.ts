@@ -1,20 +1,29 @@
 // Assembles the operator: shared context, controllers, admission webhooks and their registration,
 // under a Manager (leader election, health, metrics). Used by `kvpool operator` and by tests.
 
-import type { OperatorContext } from './context/operator-context.ts';
-import { buildContext, registerControllers } from './controllers/index.ts';
-import type { KubeClient } from './kube/client.ts';
-import { LeadershipTerm } from './kube/leadership-term.ts';
-import { log } from './kube/log.ts';
-import { Manager, type ManagerOptions } from './kube/manager.ts';
-import { WebhookCertificates } from './kube/webhook-certs.ts';
-import { WebhookServer } from './kube/webhook-server.ts';
+import type { OperatorContext } from '../context/operator-context.ts';
+import { Settings } from '../context/settings.ts';
+import { BackendReconciler } from '../controllers/backend/reconciler.ts';
+import { reportFigures } from '../controllers/figure-metrics.ts';
+import { ModelDeploymentReconciler } from '../controllers/modeldeployment/reconciler.ts';
+import { PoolReconciler } from '../controllers/pool/reconciler.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { EventRecorder } from '../kube/events.ts';
+import { InformerFactory } from '../kube/informer-factory.ts';
+import { LeadershipTerm } from '../kube/leadership-term.ts';
+import { log } from '../kube/log.ts';
+import { Manager, type ManagerOptions } from '../kube/manager.ts';
+import { WebhookCertificates } from '../kube/webhook-certs.ts';
+import { WebhookServer } from '../kube/webhook-server.ts';
+import { ReplicaReportWatcher } from '../store/replica-watcher.ts';
+import { StoreWatcher } from '../store/store-watcher.ts';
 import {
   mutatingConfigurationName,
   validatingConfigurationName,
   type WebhookReach,
-} from './webhooks/configuration.ts';
-import { applyWebhookConfigurations, registerWebhookHandlers } from './webhooks/index.ts';
+} from '../webhooks/configuration.ts';
+import { applyWebhookConfigurations, registerWebhookHandlers } from '../webhooks/index.ts';
+import { operatorDefaults } from './defaults.ts';
 
 export interface OperatorStartOptions {
   client: KubeClient;
@@ -26,13 +35,13 @@ export interface OperatorStartOptions {
   healthPort?: number;
   storePollMs?: number;
   replicaPollMs?: number;
-  /** How often a backend is passed over without an event (default 15 s). */
+  /** How often a backend is passed over without an event. */
   observeIntervalMs?: number;
-  /** How often a pool's ledger key is passed over without an event (default 30 s). */
+  /** How often a pool's ledger key is passed over without an event. */
   poolObserveIntervalMs?: number;
-  /** How long a node's tier cleanup may take before it is reported and given up (default 5 minutes). */
+  /** How long a node's tier cleanup may take before it is reported and given up. */
   tierCleanupDeadlineMs?: number;
-  /** How long a domain claim whose Binding does not exist is kept for its create to land (default 60 s). */
+  /** How long a domain claim whose Binding does not exist is kept for its create to land. */
   domainClaimGraceMs?: number;
   webhook?: {
     port: number;
@@ -67,29 +76,29 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
   // Every write but the election's own takes the leadership term's signal (the store's as well).
   const term = new LeadershipTerm();
   const writer = client.with({ writeSignal: () => term.signal });
-  const settings = {
-    namespace: o.namespace,
-    storePollMs: o.storePollMs,
-    replicaPollMs: o.replicaPollMs,
-    observeIntervalMs: o.observeIntervalMs,
-    poolObserveIntervalMs: o.poolObserveIntervalMs,
-    tierCleanupDeadlineMs: o.tierCleanupDeadlineMs,
-    storeRequests: { userAgent, writeSignal: () => term.signal },
-  };
+  const d = operatorDefaults;
   // Admission claims a Binding's domain on every replica, with writes that are conditional themselves,
   // on connections of its own: a claim never waits behind a pass's writes or the informers' watches.
   const admissionClient = client.withOwnConnections();
-  const ctx = {
-    ...buildContext(writer, settings),
+  const informers = new InformerFactory(writer);
+  const ctx: OperatorContext = {
+    client: writer,
+    namespace: o.namespace,
+    informers,
+    events: new EventRecorder(writer, 'kvpool-operator'),
+    store: new StoreWatcher(o.storePollMs ?? d.storePollMs),
+    storeRequests: { userAgent, writeSignal: () => term.signal },
+    replicas: new ReplicaReportWatcher(o.replicaPollMs ?? d.replicaPollMs),
+    settings: new Settings(informers, o.namespace),
     admissionClient,
-    domainClaimGraceMs: o.domainClaimGraceMs,
+    domainClaimGraceMs: o.domainClaimGraceMs ?? d.domainClaimGraceMs,
   };
   const server = new WebhookServer();
   const hooks = registerWebhookHandlers(server, ctx);
   const certificates = o.webhook
     ? new WebhookCertificates(writer, {
         namespace: o.namespace,
-        secretName: o.webhook.secretName ?? 'kvpool-webhook-certs',
+        secretName: o.webhook.secretName ?? d.webhook.secret,
         hosts: o.webhook.hosts,
         validatingConfigurations: [validatingConfigurationName],
         mutatingConfigurations: [mutatingConfigurationName],
@@ -124,7 +133,11 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
         }
       : {}),
   });
-  registerControllers(manager, ctx, settings);
+  registerControllers(manager, ctx, {
+    observeIntervalMs: o.observeIntervalMs ?? d.observeIntervalMs,
+    poolObserveIntervalMs: o.poolObserveIntervalMs ?? d.poolObserveIntervalMs,
+    tierCleanupDeadlineMs: o.tierCleanupDeadlineMs ?? d.tierCleanupDeadlineMs,
+  });
   await manager.start();
   return {
     ctx,
@@ -136,4 +149,21 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
       await admissionClient.close();
     },
   };
+}
+
+/** Registers each controller (each declares its own watches) and every informer they created. */
+function registerControllers(
+  manager: Manager,
+  ctx: OperatorContext,
+  o: { observeIntervalMs: number; poolObserveIntervalMs: number; tierCleanupDeadlineMs: number },
+): void {
+  const backend = new BackendReconciler(ctx, {
+    observeIntervalMs: o.observeIntervalMs,
+    tierCleanupDeadlineMs: o.tierCleanupDeadlineMs,
+  });
+  manager.addController(backend.controller);
+  manager.addController(new PoolReconciler(ctx, { observeIntervalMs: o.poolObserveIntervalMs }).controller);
+  manager.addController(new ModelDeploymentReconciler(ctx).controller);
+  reportFigures(ctx.informers, () => manager.leading);
+  for (const informer of ctx.informers.all()) manager.addInformer(informer);
 }

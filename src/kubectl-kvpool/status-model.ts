@@ -1,18 +1,18 @@
 // `kubectl kvpool status` as data: one tree per backend → pools → Bindings → ModelDeployments, with
 // the figures the operator derived from the store, the elected leader, the members per node, and what
 // is wrong, in the operator's own words (the condition messages). Pure.
-import { conditionOf } from '../../api/conditions.ts';
-import { type LastFailover, RolloutCompleteReason } from '../../api/kvcache-backend.ts';
-import { BackendCondition } from '../../api/kvcache-backend-conditions.ts';
-import { PoolReason } from '../../api/kvcache-pool-conditions.ts';
-import type { PoolPrefix } from '../../api/pool-prefix.ts';
-import type { Condition } from '../../api/schema.ts';
-import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../../api/types.ts';
-import { viewPod } from '../../controllers/backend/pod-view.ts';
-import { warmSeconds } from '../../controllers/backend/status-failover.ts';
-import { formatQuantity } from '../../kube/readable-quantity.ts';
-import { parseQuantityBytes } from '../../model/quantity.ts';
-import { componentLabel, instanceLabel, leaderComponent } from '../../model/store-objects.ts';
+import { conditionOf } from '../api/conditions.ts';
+import { type LastFailover, RolloutCompleteReason } from '../api/kvcache-backend.ts';
+import { BackendCondition } from '../api/kvcache-backend-conditions.ts';
+import { PoolReason } from '../api/kvcache-pool-conditions.ts';
+import type { PoolPrefix } from '../api/pool-prefix.ts';
+import type { Condition } from '../api/schema.ts';
+import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../api/types.ts';
+import { viewPod } from '../controllers/backend/pod-view.ts';
+import { warmSeconds } from '../controllers/backend/status-failover.ts';
+import { formatQuantity } from '../kube/readable-quantity.ts';
+import { parseQuantityBytes } from '../model/quantity.ts';
+import { componentLabel, instanceLabel, leaderComponent } from '../model/store-objects.ts';
 import { podFault } from './pod-fault.ts';
 import type { Pod, Snapshot } from './snapshot.ts';
 

@@ -1,6 +1,6 @@
 // The doctor's row about a disk tier that does not take the store's writes (decision 39). Pure.
-import { conditionOf } from '../../api/conditions.ts';
-import { BackendCondition, BackendReason } from '../../api/kvcache-backend-conditions.ts';
+import { conditionOf } from '../api/conditions.ts';
+import { BackendCondition, BackendReason } from '../api/kvcache-backend-conditions.ts';
 import { type Check, type Finding, said } from './finding.ts';
 
 export const tierFull: Check = {

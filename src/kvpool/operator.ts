@@ -7,21 +7,19 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { shutdownRequested } from '../agent/shutdown.ts';
-import { defaultObserveIntervalMs } from '../controllers/backend/reconciler.ts';
-import { defaultTierCleanupDeadlineMs } from '../controllers/backend/tier-cleanup.ts';
 import { KubeClient } from '../kube/client.ts';
-import { defaultTimings } from '../kube/leader-election.ts';
 import { log } from '../kube/log.ts';
-import { startOperator } from '../operator.ts';
+import { operatorDefaults as d } from './defaults.ts';
+import { startOperator } from './start-operator.ts';
 
 const serviceAccountNamespaceFile = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
-/** The Pod's namespace (downward API, else the ServiceAccount's), else the walkthrough's. */
+/** The Pod's namespace (downward API, else the ServiceAccount's), else the default. */
 function defaultNamespace(): string {
   if (process.env.KUBERNETES_POD_NAMESPACE) return process.env.KUBERNETES_POD_NAMESPACE;
   if (existsSync(serviceAccountNamespaceFile))
     return readFileSync(serviceAccountNamespaceFile, 'utf8').trim();
-  return 'gpustack-system';
+  return d.namespace;
 }
 
 /** Every name a client inside the cluster may use for the Service. */
@@ -41,21 +39,21 @@ export async function runOperator(argv: string[]): Promise<number> {
       kubeconfig: { type: 'string' },
       namespace: { type: 'string', default: defaultNamespace() },
       identity: { type: 'string', default: `${hostname()}_${process.pid}` },
-      'lease-name': { type: 'string', default: 'kvpool-operator' },
+      'lease-name': { type: 'string', default: d.leaseName },
       'leader-elect': { type: 'boolean', default: true },
-      'lease-duration-ms': { type: 'string', default: String(defaultTimings.leaseDurationMs) },
-      'renew-deadline-ms': { type: 'string', default: String(defaultTimings.renewDeadlineMs) },
-      'retry-period-ms': { type: 'string', default: String(defaultTimings.retryPeriodMs) },
-      'health-port': { type: 'string', default: '8081' },
-      'store-poll-ms': { type: 'string', default: '1000' },
-      'observe-interval-ms': { type: 'string', default: String(defaultObserveIntervalMs) },
-      'tier-cleanup-deadline-ms': { type: 'string', default: String(defaultTierCleanupDeadlineMs) },
-      'webhook-port': { type: 'string', default: '9443' },
-      'webhook-host': { type: 'string', default: '0.0.0.0' },
-      'webhook-service': { type: 'string', default: 'kvpool-webhook' },
-      'webhook-secret': { type: 'string', default: 'kvpool-webhook-certs' },
-      'webhook-certificates': { type: 'string', default: 'self-managed' },
-      'cluster-domain': { type: 'string', default: 'cluster.local' },
+      'lease-duration-ms': { type: 'string', default: String(d.leaderElection.leaseDurationMs) },
+      'renew-deadline-ms': { type: 'string', default: String(d.leaderElection.renewDeadlineMs) },
+      'retry-period-ms': { type: 'string', default: String(d.leaderElection.retryPeriodMs) },
+      'health-port': { type: 'string', default: String(d.healthPort) },
+      'store-poll-ms': { type: 'string', default: String(d.storePollMs) },
+      'observe-interval-ms': { type: 'string', default: String(d.observeIntervalMs) },
+      'tier-cleanup-deadline-ms': { type: 'string', default: String(d.tierCleanupDeadlineMs) },
+      'webhook-port': { type: 'string', default: String(d.webhook.port) },
+      'webhook-host': { type: 'string', default: d.webhook.host },
+      'webhook-service': { type: 'string', default: d.webhook.service },
+      'webhook-secret': { type: 'string', default: d.webhook.secret },
+      'webhook-certificates': { type: 'string', default: d.webhook.certificates },
+      'cluster-domain': { type: 'string', default: d.webhook.clusterDomain },
       'webhook-url': { type: 'string' },
     },
   });

@@ -2,14 +2,9 @@
 // leader Pod through the API server's Pod proxy (the caller's own RBAC: pods/proxy in the store's
 // namespace), an external backend's Admin endpoint directly. See docs/decisions on reaching the store
 // from the plugin.
-import type { KVCacheBackend } from '../../api/types.ts';
-import type { KubeClient } from '../../kube/client.ts';
-import {
-  componentLabel,
-  instanceLabel,
-  leaderComponent,
-  leaderMetricsPort,
-} from '../../model/store-objects.ts';
+import type { KVCacheBackend } from '../api/types.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { componentLabel, instanceLabel, leaderComponent, leaderMetricsPort } from '../model/store-objects.ts';
 import type { Pod, Snapshot } from './snapshot.ts';
 import type { Scrape } from './top-model.ts';
 

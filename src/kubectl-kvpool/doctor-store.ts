@@ -1,9 +1,9 @@
 // The doctor's rows about the store itself: the leader, the members and the disk tier. Pure.
-import { conditionOf } from '../../api/conditions.ts';
-import { BackendCondition, BackendReason as R } from '../../api/kvcache-backend-conditions.ts';
-import type { KVCacheBackend } from '../../api/types.ts';
-import { viewPod } from '../../controllers/backend/pod-view.ts';
-import { componentLabel, instanceLabel, leaderComponent } from '../../model/store-objects.ts';
+import { conditionOf } from '../api/conditions.ts';
+import { BackendCondition, BackendReason as R } from '../api/kvcache-backend-conditions.ts';
+import type { KVCacheBackend } from '../api/types.ts';
+import { viewPod } from '../controllers/backend/pod-view.ts';
+import { componentLabel, instanceLabel, leaderComponent } from '../model/store-objects.ts';
 import { type Check, type Finding, said } from './finding.ts';
 import { podFault } from './pod-fault.ts';
 import type { Pod, Snapshot } from './snapshot.ts';

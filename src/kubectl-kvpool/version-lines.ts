@@ -1,7 +1,7 @@
 // Which Mooncake minor line a store image runs and an engine's embedded client speaks. Store and
 // client interoperate only within one line (a mismatch starts healthy, then fails every write), so
 // the doctor compares the two. Pure.
-import type { ModelDeployment } from '../../api/types.ts';
+import type { ModelDeployment } from '../api/types.ts';
 
 /** Engine versions whose store client is known: [engine, version prefix, client line]. */
 const engineClients: [string, string, string][] = [
