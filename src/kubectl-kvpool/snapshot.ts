@@ -12,6 +12,7 @@ import type {
 } from '../api/types.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { KubeObject } from '../kube/object.ts';
+import { ordinal } from '../kube/ordinal.ts';
 import { nameLabel } from '../model/store-objects.ts';
 
 export type Pod = KubeObject<CorePod>;
@@ -35,7 +36,8 @@ export interface Snapshot {
 const worker = 'worker.gpustack.ai/v1';
 
 const byName = (a: KubeObject, b: KubeObject) =>
-  `${a.metadata.namespace ?? ''}/${a.metadata.name}`.localeCompare(
+  ordinal(
+    `${a.metadata.namespace ?? ''}/${a.metadata.name}`,
     `${b.metadata.namespace ?? ''}/${b.metadata.name}`,
   );
 

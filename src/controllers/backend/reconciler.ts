@@ -10,6 +10,7 @@ import type { OperatorContext } from '../../context/operator-context.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
 import { hostPort } from '../../kube/host-port.ts';
 import type { KubeObject } from '../../kube/object.ts';
+import { ordinal } from '../../kube/ordinal.ts';
 import { groupDisk, managedConnection } from '../../model/backend-spec.ts';
 import { mergeConditions } from '../../model/conditions.ts';
 import {
@@ -144,7 +145,7 @@ export class BackendReconciler {
 
   private endpoints(backend: KVCacheBackend) {
     if (backend.spec.connection.external) {
-      return [...backend.spec.connection.external.endpoints].sort((a, b) => a.name.localeCompare(b.name));
+      return [...backend.spec.connection.external.endpoints].sort((a, b) => ordinal(a.name, b.name));
     }
     const ns = this.ctx.namespace;
     const leader = leaderName(backend);

@@ -3,6 +3,8 @@
 // the members have rolled and its successors of the new template run, or when its node is cordoned. See
 // docs/decisions (rollouts that keep the cache).
 
+import { ordinal } from '../../kube/ordinal.ts';
+
 export interface MemberPod {
   name: string;
   group: number;
@@ -41,10 +43,7 @@ export function planMemberRoll(input: MemberRollInput): MemberRollPlan {
   const outdated = live
     .filter((p) => p.hash !== input.groups[p.group]?.hash)
     .sort(
-      (a, b) =>
-        a.group - b.group ||
-        (a.nodeName ?? '').localeCompare(b.nodeName ?? '') ||
-        a.name.localeCompare(b.name),
+      (a, b) => a.group - b.group || ordinal(a.nodeName ?? '', b.nodeName ?? '') || ordinal(a.name, b.name),
     );
   if (outdated.length === 0) return { kind: 'done' };
   const progress = `${live.length - outdated.length} of ${live.length} member Pods run the current template`;

@@ -2,6 +2,7 @@
 // §2.1, §4.7): segments joined to member Pods by address. Pure.
 
 import { BackendCondition, BackendReason, backendConditions } from '../../api/kvcache-backend-conditions.ts';
+import { ordinal } from '../../kube/ordinal.ts';
 import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
 import type { Segment } from '../../store/observe.ts';
 import { gauge } from '../../store/prometheus.ts';
@@ -35,10 +36,7 @@ function memberRows(segments: Segment[], v: BackendView): { rows: MemberRow[]; a
       ...(s.status ? { state: s.status } : {}),
     };
   });
-  rows.sort(
-    (a, b) =>
-      (a.segmentName ?? '').localeCompare(b.segmentName ?? '') || a.segmentID.localeCompare(b.segmentID),
-  );
+  rows.sort((a, b) => ordinal(a.segmentName ?? '', b.segmentName ?? '') || ordinal(a.segmentID, b.segmentID));
   return { rows, ambiguous };
 }
 

@@ -13,6 +13,7 @@ import {
 } from '../../context/informers.ts';
 import type { OperatorContext } from '../../context/operator-context.ts';
 import type { KubeObject } from '../../kube/object.ts';
+import { ordinal } from '../../kube/ordinal.ts';
 import { anyDiskTier, electionOn, managedConnection } from '../../model/backend-spec.ts';
 import type { ChildConflict } from '../../model/child-ownership.ts';
 import {
@@ -33,7 +34,7 @@ export function backendUsedBy(informers: BackendInformers, backend: string): Use
   return informers.pools
     .byIndex(byBackend, backend)
     .map((p) => ({ kind: 'KVCachePool', namespace: '', name: p.metadata.name! }))
-    .sort((a, b) => a.name.localeCompare(b.name));
+    .sort((a, b) => ordinal(a.name, b.name));
 }
 
 /**
