@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse } from 'yaml';
-import { compileTree } from '../images/compiled-source.ts';
+import { compileProduct } from '../images/compiled-source.ts';
+import { operatorRuntime } from '../images/recipes.ts';
 import { projectRoot } from '../images/toolchain.ts';
 import { ControlPlane } from '../local/control-plane.ts';
 import { installCrds } from '../local/install-crds.ts';
@@ -24,6 +25,7 @@ import { accountKubeconfig, installOperatorAccess } from '../test/support/operat
 import { startOperatorProcess } from '../test/support/operator-process.ts';
 import { apiserverMetrics, isLeaseWrite, sum, writesByResource, writesSince } from './apiserver-metrics.ts';
 import { CountingProxy, countsSince } from './counting-proxy.ts';
+import { MemorySampler } from './memory-sampler.ts';
 import { poolPassFigures } from './operator-figures.ts';
 import { round, spread, writeResult } from './results.ts';
 
@@ -110,9 +112,10 @@ try {
   process.env.NODE_OPTIONS = [chartNodeOptions, process.env.BENCH_OPERATOR_NODE_OPTIONS]
     .filter(Boolean)
     .join(' ');
-  // The operator runs as its image runs it: src/ compiled to JavaScript (images/compiled-source.ts).
+  // The operator runs as its image runs it: src/ compiled to JavaScript (images/compiled-source.ts), with
+  // the image's Node flags and environment.
   const compiled = join(dir, 'compiled');
-  compileTree(join(projectRoot, 'src'), join(compiled, 'src'));
+  compileProduct(join(projectRoot, 'src'), join(compiled, 'src'));
   symlinkSync(join(projectRoot, 'node_modules'), join(compiled, 'node_modules'));
   operator = startOperatorProcess(
     account.path,
@@ -120,6 +123,7 @@ try {
     ['--namespace', ns, '--health-port', String(healthPort), '--webhook-port', '0'],
     join(dir, 'logs'),
     join(compiled, 'src', 'kvpool', 'main.js'),
+    operatorRuntime,
   );
   delete process.env.NODE_OPTIONS;
   await waitFor(
@@ -130,6 +134,8 @@ try {
     { what: 'the operator ready', timeoutMs: 60_000 },
   );
   const rssAtReady = rssMiB(operator.pid!, 'VmRSS');
+  const memory = new MemorySampler(operator.pid!, `http://127.0.0.1:${healthPort}/metrics`);
+  memory.start('ready');
   await admin.create(externalBackend('mooncake-dram', store, proxy.address));
   await admin.create({
     apiVersion: v1,
@@ -145,6 +151,7 @@ try {
   const proxyAtStart = proxy.snapshot();
   const opAtStart = await operatorCounters(healthPort);
   const firstCreate = performance.now();
+  memory.mark('creates');
   await inParallel(bindings, (i) =>
     admin.create({
       apiVersion: v1,
@@ -158,6 +165,7 @@ try {
     } as KubeObject),
   );
   const lastCreate = performance.now();
+  memory.mark('convergence');
   const apiAtLastCreate = writesByResource(await apiserverMetrics(admin));
   let progress = 0;
   await waitFor(
@@ -187,6 +195,7 @@ try {
   const rssAtConverged = rssMiB(operator.pid!, 'VmRSS');
   console.log(`converged ${Math.round(converged - lastCreate)} ms after the last create`);
 
+  memory.mark('idle');
   // Idle: nothing changes; the operator's passes go on (observe interval, store polls) and write nothing.
   await sleep(5000);
   const apiIdleStart = writesByResource(await apiserverMetrics(admin));
@@ -202,6 +211,7 @@ try {
   const editMs: number[] = [];
   const ceilings = new Map<number, number>();
   const metricsAtEdits = await operatorMetrics(healthPort);
+  memory.mark('edits');
   for (let e = 0; e < edits; e++) {
     const i = (e * 7) % bindings;
     const mib = (ceilings.get(i) ?? 1) === 1 ? 2 : 1;
@@ -225,6 +235,7 @@ try {
   }
   const editFigures = poolPassFigures(metricsAtEdits, await operatorMetrics(healthPort));
   const rss = rssMiB(operator.pid!);
+  const atPeak = await memory.stop();
 
   const convergeProxy = countsSince(proxyAtStart, proxyAtConverged);
   const passes = opAtConverged.passes - opAtStart.passes;
@@ -275,8 +286,11 @@ try {
       },
     },
     operatorNodeOptions: chartNodeOptions,
+    operatorNodeArgs: operatorRuntime.nodeArgs,
+    operatorEnv: operatorRuntime.env,
     operatorPeakRssMiB: rss,
     operatorRssMiB: { atReady: rssAtReady, atConverged: rssAtConverged },
+    operatorMemoryAtPeak: atPeak,
     operatorHeapUsedAtEndMiB: (await operatorCounters(healthPort)).heapUsedMiB,
     ceilingEditToMasterGrantMs: edit,
     duringEdits: {
@@ -291,7 +305,7 @@ try {
       editP99: edit.p99 <= 1000,
     },
     notes:
-      "Master requests are counted by a proxy in front of the admin port that forwards everything unchanged; pool passes are the operator's controller_runtime_reconcile_total for the pool controller (controller kvcachepool). API writes are the apiserver's apiserver_request_total by verb; idle writes on kvpool's objects exclude Lease renewals (the operator's leader election and the apiserver's own identity Leases) and the apiserver's own Endpoints writes for the kubernetes Service (the operator's account may not write Endpoints); byResource shows everything. Peak RSS is the operator process's VmHWM at the end (after the edits); the operator runs with the chart's NODE_OPTIONS (operator.nodeOptions). An edit is timed from the patch request until the master's ledger (read directly, not through the proxy) has the new ceiling as requested and effective quota. operatorRssMiB is VmRSS once the operator is ready (no kvpool objects yet) and at convergence. duringEdits is read from the operator's own metrics over the edits: the pool key's wait in the work queue, the whole pass, each stage of a pass (kvpool_pool_pass_stage_seconds), and its apiserver requests by verb; p99AtMostMs is the histogram bucket bound holding the 99th percentile.",
+      "Master requests are counted by a proxy in front of the admin port that forwards everything unchanged; pool passes are the operator's controller_runtime_reconcile_total for the pool controller (controller kvcachepool). API writes are the apiserver's apiserver_request_total by verb; idle writes on kvpool's objects exclude Lease renewals (the operator's leader election and the apiserver's own identity Leases) and the apiserver's own Endpoints writes for the kubernetes Service (the operator's account may not write Endpoints); byResource shows everything. Peak RSS is the operator process's VmHWM at the end (after the edits); the operator runs with the chart's NODE_OPTIONS (operator.nodeOptions) and the image's Node flags and environment (operatorNodeArgs, operatorEnv). operatorMemoryAtPeak: the highest VmRSS read every 200 ms, the resident set by mapping at that moment (/proc/<pid>/smaps), and V8's heap and external memory from the operator's /metrics scraped when the resident set had grown (at most every 3 s: its series per Binding make a scrape itself a peak). An edit is timed from the patch request until the master's ledger (read directly, not through the proxy) has the new ceiling as requested and effective quota. operatorRssMiB is VmRSS once the operator is ready (no kvpool objects yet) and at convergence. duringEdits is read from the operator's own metrics over the edits: the pool key's wait in the work queue, the whole pass, each stage of a pass (kvpool_pool_pass_stage_seconds), and its apiserver requests by verb; p99AtMostMs is the histogram bucket bound holding the 99th percentile.",
   };
   console.log(JSON.stringify(result, null, 2));
   console.log(`wrote ${writeResult('scale', result)}`);

@@ -18,8 +18,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import ts from 'typescript';
-import { compileTree } from './compiled-source.ts';
+import { compileProduct, compilerVersions } from './compiled-source.ts';
 import { withLock } from './file-lock.ts';
 import { type Layer as BuiltLayer, writeImageArchive, writeLayer } from './lib/oci.ts';
 import { run } from './lib/run.ts';
@@ -76,8 +75,8 @@ function builtInput(from: string): { path: string; key: string } {
       return { path: join(imagesDir(), 'node-modules', key.slice(0, 16)), key };
     }
     case '@compiled-src': {
-      // The compiler's version is part of what the output is made from.
-      const key = sha256(treeHash(join(projectRoot, 'src')), ts.version);
+      // The compiler's and the bundler's versions are part of what the output is made from.
+      const key = sha256(treeHash(join(projectRoot, 'src')), compilerVersions);
       return { path: join(imagesDir(), 'compiled-src', key.slice(0, 16)), key };
     }
     case '@pause': {
@@ -137,7 +136,7 @@ function ensureCompiledSource(dest: string): void {
   if (existsSync(join(dest, '.complete'))) return;
   rmSync(dest, { recursive: true, force: true });
   console.error('[images] compiling src/ to JavaScript');
-  compileTree(join(projectRoot, 'src'), dest);
+  compileProduct(join(projectRoot, 'src'), dest);
   writeFileSync(join(dest, '.complete'), '');
 }
 

@@ -53,6 +53,14 @@ const debianSuite = 'bookworm';
 const mooncakePackages = toolchainValue('MOONCAKE_DEBIAN_PACKAGES').split(/\s+/).filter(Boolean);
 const defaultPath = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
+/**
+ * How the operator image runs Node, beside the chart's NODE_OPTIONS (heap limits): V8 sizing its heap
+ * for memory rather than speed, a flag NODE_OPTIONS may not carry, and glibc with one malloc arena, so
+ * memory freed by V8's and libuv's threads goes back to one heap instead of staying in an arena of each
+ * (decision 48: 160 → 142 MiB peak at 1,000 Bindings).
+ */
+export const operatorRuntime = { nodeArgs: ['--optimize-for-size'], env: ['MALLOC_ARENA_MAX=1'] };
+
 export const storeImage = `docker.io/kvpool/kvpool-store:${version}-mooncake${toolchain.mooncakeVersion}`;
 export const operatorImage = `docker.io/kvpool/kvpool-operator:${version}`;
 export const pauseImage = 'registry.k8s.io/pause:3.10.1';
@@ -195,8 +203,8 @@ export const images: Image[] = [
     references: [operatorImage],
     layers: ['debian', 'node', 'kvpool'],
     user: '65532:0',
-    env: [`PATH=${defaultPath}`],
-    entrypoint: ['node', '/opt/kvpool/src/kvpool/main.js', 'operator'],
+    env: [`PATH=${defaultPath}`, ...operatorRuntime.env],
+    entrypoint: ['node', ...operatorRuntime.nodeArgs, '/opt/kvpool/src/kvpool/main.js', 'operator'],
     workingDir: '/opt/kvpool',
   },
   {

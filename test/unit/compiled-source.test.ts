@@ -1,12 +1,12 @@
 // The images run src/ compiled to JavaScript (images/compiled-source.ts): relative imports point at the
 // compiled files, and every program's module graph loads from the compiled tree alone.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { compileModule, compileTree } from '../../images/compiled-source.ts';
+import { bundledProgram, compileModule, compileProduct, compileTree } from '../../images/compiled-source.ts';
 import { projectRoot } from '../../images/toolchain.ts';
 
 describe('compileModule', () => {
@@ -57,6 +57,30 @@ describe('compileTree of src/', () => {
         encoding: 'utf8',
       });
       assert.equal(out.trim(), 'loaded');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('compileProduct of src/', () => {
+  it('bundles the operator image program into one file that runs on its own, client-node left out', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kvpool-bundled-'));
+    try {
+      compileProduct(join(projectRoot, 'src'), join(dir, 'src'));
+      const program = join(dir, 'src', `${bundledProgram}.js`);
+      const text = readFileSync(program, 'utf8');
+      assert.doesNotMatch(text, /from\s*["']\.\.?\//, 'no relative import is left');
+      assert.match(
+        text,
+        /import\(["']@kubernetes\/client-node["']\)/,
+        'client-node is imported only when needed',
+      );
+      assert.match(text, /function startOperator\(/, 'names are kept');
+      // No node_modules beside it: everything the program runs is in the one file.
+      const run = spawnSync(process.execPath, [program], { encoding: 'utf8' });
+      assert.equal(run.status, 0, run.stderr);
+      assert.match(run.stderr, /^usage: kvpool <command>/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
