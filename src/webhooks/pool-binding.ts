@@ -14,27 +14,33 @@ import { verdictOf } from './findings.ts';
 import { findBackend, findPool, judgeConfirmingRefusals } from './lookup.ts';
 import { claimRefusal, validateBinding, validatePoolCreate } from './pool-binding-rules.ts';
 
-const rule = (resource: string) => [
-  {
-    apiGroups: ['worker.gpustack.ai'],
-    apiVersions: ['v1'],
-    operations: ['CREATE', 'UPDATE'],
-    resources: [resource],
-  },
+const rule = (resource: string, operations: string[]) => [
+  { apiGroups: ['worker.gpustack.ai'], apiVersions: ['v1'], operations, resources: [resource] },
 ];
+// The apiserver calls a hook only for what it could refuse: every update of a pool is admitted (its
+// spec rules are the CRD's), and an update of a Binding is judged only when it moves the ceiling. The
+// operator's own finalizer and label writes, one or two per Binding created, then cost no call.
 export const poolHook: HookSpec = {
   name: 'kvcachepools.worker.gpustack.ai',
   path: '/validate-kvcachepool',
-  rules: rule('kvcachepools'),
+  rules: rule('kvcachepools', ['CREATE']),
   failurePolicy: 'Fail',
 };
 export const bindingHook: HookSpec = {
   name: 'kvcachepoolbindings.worker.gpustack.ai',
   path: '/validate-kvcachepoolbinding',
-  rules: rule('kvcachepoolbindings'),
+  rules: rule('kvcachepoolbindings', ['CREATE', 'UPDATE']),
   failurePolicy: 'Fail',
   // A create claims its domain (a Lease); a dry run only reads.
   sideEffects: 'NoneOnDryRun',
+  matchConditions: [
+    {
+      name: 'create-or-ceiling-moved',
+      // string(): a ceiling is an integer or a quantity string, and the rules compare them as written.
+      expression:
+        "request.operation == 'CREATE' || string(object.spec.quota.ceiling) != string(oldObject.spec.quota.ceiling)",
+    },
+  ],
 };
 
 /**

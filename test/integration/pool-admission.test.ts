@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { kubeBinary } from '../../local/toolchain.ts';
 import { ApiError } from '../../src/kube/errors.ts';
+import { webhookRequests } from '../../src/kube/metrics.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
@@ -112,6 +113,38 @@ describe('pool and Binding admission, and a master without a tenant ledger', () 
       '64Mi',
       'raise the pool',
     );
+  });
+
+  it('is called for a Binding update only when it moves the ceiling, and never for a pool update', async () => {
+    /** Reviews the in-process operator has answered on a path. */
+    const reviews = async (path: string) =>
+      (await webhookRequests.get()).values
+        .filter((v) => v.labels.webhook === path)
+        .reduce((n, v) => n + v.value, 0);
+    const calls = async () => ({
+      binding: await reviews('/validate-kvcachepoolbinding'),
+      pool: await reviews('/validate-kvcachepool'),
+    });
+    await cluster.client.create(binding('ns1', 'quiet', { pool: 'pool-a', ceiling: '8Mi', domain: 'quiet' }));
+    const ref = {
+      apiVersion: 'worker.gpustack.ai/v1',
+      kind: 'KVCachePoolBinding',
+      namespace: 'ns1',
+      name: 'quiet',
+    };
+    const poolRef = { apiVersion: 'worker.gpustack.ai/v1', kind: 'KVCachePool', name: 'pool-a' };
+    const start = await calls();
+    await cluster.client.mergePatch(ref, { metadata: { labels: { team: 'a' }, annotations: { note: 'x' } } });
+    await cluster.client.mergePatch(poolRef, { metadata: { labels: { tier: 'dram' } } });
+    assert.deepEqual(await calls(), start, 'a metadata-only update reached a webhook');
+    // Moved beyond the pool's total: reviewed and refused; moved within it: reviewed and admitted.
+    const err = await cluster.client.mergePatch(ref, { spec: { quota: { ceiling: '65Mi' } } }).then(
+      () => assert.fail('admitted'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ApiError && err.message.includes('spec.quota.ceiling'), String(err));
+    await cluster.client.mergePatch(ref, { spec: { quota: { ceiling: 16 * MiB } } });
+    assert.deepEqual(await calls(), { binding: start.binding + 2, pool: start.pool });
   });
 
   it('warns that a second distinct domain on a ledger master needs engines that pass the tenant', async () => {
