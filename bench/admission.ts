@@ -5,6 +5,7 @@
 // apiserver's view of the call (its admission webhook histogram). BENCH_PRESENT Bindings (1,000 unless
 // said) are on the backend before anything is measured.
 import { fork } from 'node:child_process';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { admissionNotInForce, awaitAdmissionInForce } from '../local/admission-in-force.ts';
 import { ControlPlane } from '../local/control-plane.ts';
@@ -20,6 +21,7 @@ import { binding, externalBackend, pool } from '../test/support/kvcache-fixtures
 import { MooncakeStore } from '../test/support/mooncake-store.ts';
 import { untilBinding } from '../test/support/pool-fixtures.ts';
 import { apiserverMetrics, histogram, quantileSince } from './apiserver-metrics.ts';
+import { cpuMs } from './cpu-time.ts';
 import { ratio, round, spread, writeResult } from './results.ts';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -98,6 +100,11 @@ const hookPaths: Record<Kind, string> = {
   pod: '/mutate-pod-kvcache',
   binding: '/validate-kvcachepoolbinding',
 };
+/** The webhooks a create of the kind may call: the Pod's injection and its checks, or the Binding's. */
+const hookNamesOf: Record<Kind, (name: string) => boolean> = {
+  pod: (name) => name.endsWith('.kvcache.gpustack.ai'),
+  binding: (name) => name === 'kvcachepoolbindings.worker.gpustack.ai',
+};
 const hookNames: Record<Kind, string> = {
   pod: 'inject.kvcache.gpustack.ai',
   binding: 'kvcachepoolbindings.worker.gpustack.ai',
@@ -119,8 +126,11 @@ const operatorMetrics = async (): Promise<Families> =>
   parsePrometheusText(await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text());
 try {
   await installCrds(admin);
+  // Applied, not created: the operator's process applies its own namespace with its account, at the same time.
   for (const name of [ns, team])
-    await admin.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } } as KubeObject);
+    await admin.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } } as KubeObject, {
+      fieldManager: 'kvpool-bench',
+    });
   await applyWebhookConfigurations(admin, webhookHooks, { url: `https://127.0.0.1:${webhookPort}` }, '');
   await new Promise((resolve, reject) => {
     operator.once('message', resolve);
@@ -169,6 +179,19 @@ try {
   const served = new Map<string, Map<number, number>>();
   const called = new Map<string, Map<number, number>>();
   const loopLag = new Map<string, number>();
+  // CPU each process used per create, by sample: what the webhook adds to every create, on two cores.
+  const processes = { operator: operator.pid, ...cp.pids };
+  const cpuNow = () =>
+    Object.fromEntries(Object.entries(processes).map(([name, pid]) => [name, cpuMs(pid) ?? 0]));
+  const cpuUsed = new Map<string, Record<string, number>>();
+  // Calls of each of kvpool's webhooks the apiserver made, by sample (a Pod create may call more than one).
+  const callsByHook = new Map<string, Record<string, number>>();
+  const callCounts = (f: Families) => {
+    const out: Record<string, number> = {};
+    for (const s of f.get('apiserver_admission_webhook_admission_duration_seconds_count') ?? [])
+      out[s.labels.name ?? '?'] = (out[s.labels.name ?? '?'] ?? 0) + s.value;
+    return out;
+  };
   for (let r = 0; r < rounds; r++) {
     // Phases alternate which goes first, so a change of load favours neither.
     for (const phase of r % 2 === 0 ? (['with', 'without'] as const) : (['without', 'with'] as const)) {
@@ -177,14 +200,27 @@ try {
         for (const concurrent of [1, burst]) {
           const key = `${kind}@${concurrent}`;
           const [opBefore, apiBefore] = [await operatorMetrics(), await apiserverMetrics(admin)];
+          const cpuBefore = cpuNow();
           const ms = await creates(clients, kind, phase, concurrent);
+          const cpuAfter = cpuNow();
           const [opAfter, apiAfter] = [await operatorMetrics(), await apiserverMetrics(admin)];
+          const used = cpuUsed.get(`${key}/${phase}`) ?? {};
+          for (const name of Object.keys(processes))
+            used[name] = (used[name] ?? 0) + cpuAfter[name]! - cpuBefore[name]!;
+          cpuUsed.set(`${key}/${phase}`, used);
           samples.set(`${key}/${phase}`, [...(samples.get(`${key}/${phase}`) ?? []), ...ms]);
           // prom-client resets its event-loop delay histogram at each scrape: this is the sample's window.
           const lag = opAfter.get('nodejs_eventloop_lag_max_seconds')?.[0]?.value;
           if (lag !== undefined)
             loopLag.set(`${key}/${phase}`, Math.max(loopLag.get(`${key}/${phase}`) ?? 0, lag));
           if (phase === 'without') continue;
+          const [callsBefore, callsAfter] = [callCounts(apiBefore), callCounts(apiAfter)];
+          const calls = callsByHook.get(key) ?? {};
+          // This kind's webhooks only: the operator's own writes to earlier Bindings call theirs meanwhile.
+          for (const [name, n] of Object.entries(callsAfter))
+            if (hookNamesOf[kind](name) && n > (callsBefore[name] ?? 0))
+              calls[name] = (calls[name] ?? 0) + n - (callsBefore[name] ?? 0);
+          callsByHook.set(key, calls);
           const mine = (l: Record<string, string>) => l.webhook === hookPaths[kind];
           const theirs = (l: Record<string, string>) => l.name === hookNames[kind];
           const h = 'controller_runtime_webhook_latency_seconds';
@@ -206,6 +242,18 @@ try {
   for (const kind of ['pod', 'binding'] as const) {
     for (const concurrent of [1, burst]) {
       const key = `${kind}@${concurrent}`;
+      const perCreate = (phase: string) => {
+        const n = samples.get(`${key}/${phase}`)!.length;
+        return Object.fromEntries(
+          Object.entries(cpuUsed.get(`${key}/${phase}`)!).map(([name, ms]) => [name, round(ms / n, 2)]),
+        );
+      };
+      const cpuWith = perCreate('with');
+      const cpuWithout = perCreate('without');
+      const added = Object.fromEntries(
+        Object.keys(cpuWith).map((name) => [name, round(cpuWith[name]! - cpuWithout[name]!, 2)]),
+      );
+      const addedTotal = Object.values(added).reduce((a, b) => a + b, 0);
       figures[key] = {
         with: {
           clientCreateMs: spread(samples.get(`${key}/with`)!),
@@ -217,6 +265,18 @@ try {
           clientCreateMs: spread(samples.get(`${key}/without`)!),
           operatorEventLoopDelayMaxMs: round((loopLag.get(`${key}/without`) ?? Number.NaN) * 1000, 1),
         },
+        cpuMsPerCreate: { with: cpuWith, without: cpuWithout, addedByWebhook: added },
+        webhookCallsPerCreate: Object.fromEntries(
+          Object.entries(callsByHook.get(key) ?? {}).map(([name, n]) => [
+            name,
+            round(n / samples.get(`${key}/with`)!.length, 2),
+          ]),
+        ),
+        // The webhooks' added CPU for all creates in flight, spread over every core: with the cores busy
+        // throughout the burst, the last of them cannot finish sooner than this after it would have
+        // without the webhooks. (At 1 at once the window is longer with the webhooks, and background
+        // work, the operator's passes and the apiserver's watches, counts in it: no floor is drawn.)
+        ...(concurrent > 1 ? { overheadFloorMs: round((concurrent * addedTotal) / cpus().length, 1) } : {}),
       };
       console.log(`${key}: ${JSON.stringify(figures[key])}`);
     }
@@ -255,7 +315,7 @@ try {
       bindingP99OverheadAt1: bindingOverheadP99At1 <= 20,
     },
     notes:
-      'Client-side: from the create request to its answer. webhookHandlingMs: the operator\'s controller_runtime_webhook_latency_seconds (request arrival to answer sent), apiserverWebhookCallMs: apiserver_admission_webhook_admission_duration_seconds (the call as the apiserver times it, TLS included); both are quantiles interpolated within histogram buckets. operatorEventLoopDelayMaxMs: the longest the event loop of the operator was held during a sample (its reconciles share the loop with the webhook server), the most over the rounds. "without": the configurations deleted and the apiserver no longer calling them (the operator keeps running and reconciling the Bindings created so far).',
+      "Client-side: from the create request to its answer. webhookHandlingMs: the operator's controller_runtime_webhook_latency_seconds (request arrival to answer sent), apiserverWebhookCallMs: apiserver_admission_webhook_admission_duration_seconds (the call as the apiserver times it, TLS included); both are quantiles interpolated within histogram buckets. cpuMsPerCreate: CPU time (user and system, every thread, /proc/<pid>/stat at 10 ms resolution, summed over the rounds) the operator, the apiserver and etcd used per create, with and without the webhooks, and what the webhooks added; overheadFloorMs (50 at once): that added time for every create in flight divided by the cores, the least the last of them can be delayed while the cores are busy; at 1 at once a sample's window is longer with the webhooks and background work (the operator's passes, the apiserver's watches) counts in it, so its per-create figures overstate the webhooks' own. webhookCallsPerCreate: the apiserver's calls of each of the kind's webhooks per create. operatorEventLoopDelayMaxMs: the longest the event loop of the operator was held during a sample (its reconciles share the loop with the webhook server), the most over the rounds. \"without\": the configurations deleted and the apiserver no longer calling them (the operator keeps running and reconciling the Bindings created so far).",
   };
   console.log(JSON.stringify(result, null, 2));
   console.log(`wrote ${writeResult('admission', result)}`);

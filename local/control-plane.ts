@@ -104,6 +104,11 @@ export class ControlPlane {
 
   private readonly options: ControlPlaneOptions;
 
+  /** The processes' ids, for a bench that accounts their CPU time. */
+  get pids(): { apiserver: number | undefined; etcd: number | undefined } {
+    return { apiserver: this.apiserver?.pid, etcd: this.etcd?.pid };
+  }
+
   private constructor(options: ControlPlaneOptions) {
     this.options = options;
     this.ownsDir = !options.dir;
