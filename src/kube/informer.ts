@@ -68,6 +68,8 @@ export class Informer<T extends KubeObject = KubeObject> implements RunnableInfo
   private running: Promise<void> | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Ends a wait between failed watches. */
+  private readonly stopping = new AbortController();
   private readonly healthState: InformerHealth = {
     synced: false,
     watching: false,
@@ -118,6 +120,7 @@ export class Informer<T extends KubeObject = KubeObject> implements RunnableInfo
     this.stopped = true;
     clearInterval(this.resyncTimer);
     this.abort?.abort();
+    this.stopping.abort();
     await this.running;
   }
 
@@ -172,7 +175,7 @@ export class Informer<T extends KubeObject = KubeObject> implements RunnableInfo
           { err: this.healthState.lastError, retryInMs: Math.round(delay) },
           'watch failed; retrying',
         );
-        await sleep(delay);
+        await sleep(delay, undefined, { signal: this.stopping.signal }).catch(() => {});
         backoffMs = Math.min(backoffMs * 2, 30_000);
       }
     }
@@ -223,6 +226,8 @@ export class Informer<T extends KubeObject = KubeObject> implements RunnableInfo
     const [min, max] = this.options.watchTimeoutSeconds ?? [300, 600];
     const timeoutSeconds = Math.floor(min + Math.random() * (max - min));
     this.abort = new AbortController();
+    // stop() may have come while this informer listed, with no watch for it to abort: open none.
+    if (this.stopped) return;
     // A stream that goes quiet past the server's own timeout is dead: abort it and start over.
     const idleLimitMs = (timeoutSeconds + 30) * 1000;
     let idle = setTimeout(() => this.abort?.abort(), idleLimitMs);
