@@ -54,7 +54,7 @@ function runNodeTests(files: string[]): number {
       '--test-global-setup=test/support/global-setup.ts',
       '--test-concurrency=2',
       '--test-timeout=600000',
-      // A file's process ends shortly after its tests even if a handle keeps it alive (not with
+      // A file's process is ended if a handle keeps it alive 120 s after its tests (not with
       // --test-force-exit, which drops results: see the module).
       '--import=./test/support/exit-after-tests.ts',
       ...files,

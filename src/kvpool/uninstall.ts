@@ -11,6 +11,7 @@ import { removeFinalizer } from '../context/apply.ts';
 import { KubeClient, type KubeObject, refOf } from '../kube/client.ts';
 import { ApiError } from '../kube/errors.ts';
 import { EventRecorder } from '../kube/events.ts';
+import { log, objectLogger } from '../kube/log.ts';
 import { waitFor } from '../kube/wait-for.ts';
 import { claimSelector } from '../model/domain-claims.ts';
 import { finalizer } from '../model/identity.ts';
@@ -63,7 +64,7 @@ async function releaseObjects(client: KubeClient): Promise<number> {
       await removeFinalizer(client, obj);
       await events.record(obj, 'Warning', 'KvpoolUninstalled', uninstallMessage);
       const { namespace, name } = refOf(obj);
-      console.log(`released ${kind} ${namespace ? `${namespace}/` : ''}${name}`);
+      objectLogger(log, kind, namespace, name).info('finalizer removed: released');
       released++;
     }
   }
@@ -100,11 +101,11 @@ export async function runUninstall(argv: string[]): Promise<number> {
     await stopOperator(client, { namespace: values.namespace, deployment: values.deployment });
     const released = await releaseObjects(client);
     const claims = await deleteClaims(client, values.namespace);
-    if (claims) console.log(`kvpool uninstall: deleted ${claims} domain claim(s)`);
-    console.log(
+    log.info(
+      { released, claimsDeleted: claims },
       released
-        ? `kvpool uninstall: released ${released} object(s); their stores keep running until deleted`
-        : 'kvpool uninstall: no object held a kvpool finalizer',
+        ? 'uninstalled: objects released; their stores keep running until deleted'
+        : 'uninstalled: no object held a kvpool finalizer',
     );
   } finally {
     await client.close();
