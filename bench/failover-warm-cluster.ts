@@ -8,9 +8,9 @@ import { descendants, processTable } from '../local/process-tree.ts';
 import type { KVCacheBackend } from '../src/api/types.ts';
 import type { KubeObject } from '../src/kube/object.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
-import { parseQuantityBytes } from '../src/model/quantity.ts';
-import { leaderAdminPort } from '../src/model/store-objects.ts';
 import { parsePrometheusText } from '../src/store/prometheus.ts';
+import { parseQuantityBytes } from '../src/vocabulary/quantity.ts';
+import { leaderAdminPort } from '../src/vocabulary/store-objects.ts';
 import { keysInTierFile } from './failover-warm-figures.ts';
 
 export type Pod = KubeObject<CorePod>;

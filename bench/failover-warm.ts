@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LocalCluster } from '../local/cluster.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
-import { parseQuantityBytes } from '../src/model/quantity.ts';
-import { leaderRpcPort } from '../src/model/store-objects.ts';
+import { parseQuantityBytes } from '../src/vocabulary/quantity.ts';
+import { leaderRpcPort } from '../src/vocabulary/store-objects.ts';
 import { WarmClient } from './failover-warm-client.ts';
 import {
   backend,

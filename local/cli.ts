@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { projectRoot } from '../images/toolchain.ts';
-import { shutdownRequested } from '../src/agent/shutdown.ts';
+import { shutdownRequested } from '../src/kube/shutdown.ts';
 import { LocalCluster } from './cluster.ts';
 
 export async function runLocal(argv: string[]): Promise<number> {

@@ -12,7 +12,7 @@ import { projectRoot } from '../images/toolchain.ts';
 import type { InstanceType } from '../src/api/types.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import type { KubeObject } from '../src/kube/object.ts';
-import { acceleratorGroupLabel, runtimeVersionLabel } from '../src/model/runner-image.ts';
+import { acceleratorGroupLabel, runtimeVersionLabel } from '../src/vocabulary/runner-image.ts';
 import { awaitAdmissionInForce } from './admission-in-force.ts';
 import { ControlPlane } from './control-plane.ts';
 import { chartDir, Helm } from './helm.ts';

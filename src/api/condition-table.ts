@@ -1,5 +1,5 @@
 // How a kind declares its conditions: each type with the reasons it may carry. The controllers decide
-// conditions through a kind's table (src/model/conditions.ts), so a reason missing from it fails the
+// conditions through a kind's table (src/vocabulary/conditions.ts), so a reason missing from it fails the
 // typecheck; the plugin, the webhooks and the docs name reasons through the constants made from it.
 
 /** Each condition type of a kind, with every reason it may carry (CamelCase, stable for programs). */

@@ -10,8 +10,8 @@ import type { PoolPrefix } from '../api/pool-prefix.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../api/types.ts';
 import type { InformerFactory } from '../kube/informer-factory.ts';
 import { registry } from '../kube/metrics.ts';
-import { workerApiVersion } from '../model/identity.ts';
-import { parseQuantityBytes } from '../model/quantity.ts';
+import { workerApiVersion } from '../vocabulary/identity.ts';
+import { parseQuantityBytes } from '../vocabulary/quantity.ts';
 import { warmSeconds } from './backend/status-failover.ts';
 
 export interface FigureSample {

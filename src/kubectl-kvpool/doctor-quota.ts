@@ -7,8 +7,8 @@ import { BindingCondition, BindingReason } from '../api/kvcache-pool-binding-con
 import { PoolCondition, PoolReason } from '../api/kvcache-pool-conditions.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
 import { formatQuantity } from '../kube/readable-quantity.ts';
-import { parseQuantityBytes } from '../model/quantity.ts';
-import { componentLabel, instanceLabel, leaderComponent } from '../model/store-objects.ts';
+import { parseQuantityBytes } from '../vocabulary/quantity.ts';
+import { componentLabel, instanceLabel, leaderComponent } from '../vocabulary/store-objects.ts';
 import { type Check, type Finding, said } from './finding.ts';
 import type { Snapshot } from './snapshot.ts';
 import { clientLine, engineVersion, storeLine } from './version-lines.ts';

@@ -3,7 +3,7 @@ import { conditionOf } from '../api/conditions.ts';
 import { BackendCondition, BackendReason as R } from '../api/kvcache-backend-conditions.ts';
 import type { KVCacheBackend } from '../api/types.ts';
 import { viewPod } from '../controllers/backend/pod-view.ts';
-import { componentLabel, instanceLabel, leaderComponent } from '../model/store-objects.ts';
+import { componentLabel, instanceLabel, leaderComponent } from '../vocabulary/store-objects.ts';
 import { type Check, type Finding, said } from './finding.ts';
 import { podFault } from './pod-fault.ts';
 import type { Pod, Snapshot } from './snapshot.ts';

@@ -13,7 +13,7 @@ import type {
 import type { KubeClient } from '../kube/client.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { ordinal } from '../kube/ordinal.ts';
-import { nameLabel } from '../model/store-objects.ts';
+import { nameLabel } from '../vocabulary/store-objects.ts';
 
 export type Pod = KubeObject<CorePod>;
 export type Lease = KubeObject<CoreLease>;

@@ -11,8 +11,8 @@ import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment }
 import { viewPod } from '../controllers/backend/pod-view.ts';
 import { warmSeconds } from '../controllers/backend/status-failover.ts';
 import { formatQuantity } from '../kube/readable-quantity.ts';
-import { parseQuantityBytes } from '../model/quantity.ts';
-import { componentLabel, instanceLabel, leaderComponent } from '../model/store-objects.ts';
+import { parseQuantityBytes } from '../vocabulary/quantity.ts';
+import { componentLabel, instanceLabel, leaderComponent } from '../vocabulary/store-objects.ts';
 import { podFault } from './pod-fault.ts';
 import type { Pod, Snapshot } from './snapshot.ts';
 

@@ -4,7 +4,12 @@
 // from the plugin.
 import type { KVCacheBackend } from '../api/types.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { componentLabel, instanceLabel, leaderComponent, leaderMetricsPort } from '../model/store-objects.ts';
+import {
+  componentLabel,
+  instanceLabel,
+  leaderComponent,
+  leaderMetricsPort,
+} from '../vocabulary/store-objects.ts';
 import type { Pod, Snapshot } from './snapshot.ts';
 import type { Scrape } from './top-model.ts';
 

@@ -4,10 +4,10 @@
 // Bindings' statuses, as the engines count them). A figure not reported stays absent, never 0. Pure.
 import type { PoolPrefix } from '../api/pool-prefix.ts';
 import type { KVCacheBackend, KVCachePoolBinding } from '../api/types.ts';
-import { sumPoolPrefix } from '../model/pool-prefix.ts';
 import { capacityFrom } from '../store/observe.ts';
 import { type Families, gauge, parsePrometheusText } from '../store/prometheus.ts';
 import { tenantFigures } from '../store/tenant-metrics.ts';
+import { sumPoolPrefix } from '../vocabulary/pool-prefix.ts';
 import type { Snapshot } from './snapshot.ts';
 import { type FailoverNode, type Figure, failoverNode, figure } from './status-model.ts';
 

@@ -2,9 +2,9 @@
 // mooncake_master while it holds it; `member` runs a member, following the Lease when asked to.
 // Everything after `--` goes verbatim to mooncake_master (leader) or the member service (member).
 import { parseArgs } from 'node:util';
-import { type LeaseRef, parseLeaseRef } from '../agent/lease-address.ts';
 import { leaseTimingProblems, storeLeaseDefaults } from '../kube/lease-timing.ts';
 import { log } from '../kube/log.ts';
+import { type LeaseRef, parseLeaseRef } from './lease-address.ts';
 
 const usage = `usage: kvpool-store <command> [flags] -- <store arguments>
   leader [flags] -- <mooncake_master flags>
@@ -86,7 +86,7 @@ async function leader(flags: string[], masterArgs: string[]): Promise<number> {
       `--lease-duration-ms=${timings.leaseDurationMs} --renew-deadline-ms=${timings.renewDeadlineMs} --retry-period-ms=${timings.retryPeriodMs}: ${problems.join('; ')}`,
     );
   }
-  const { runLeader } = await import('../agent/leader.ts');
+  const { runLeader } = await import('./leader.ts');
   return runLeader({
     election,
     lease: leaseFlag(values.lease, election),
@@ -107,7 +107,7 @@ async function member(flags: string[], memberArgs: string[]): Promise<number> {
     throw new UsageError(
       `--tier-status-port=${port}: the member has no tier (MOONCAKE_OFFLOAD_FILE_STORAGE_PATH is unset); set it, or drop the flag`,
     );
-  const { runMember } = await import('../agent/member.ts');
+  const { runMember } = await import('./member.ts');
   return runMember(memberArgs, process.env, {
     ...(port !== undefined ? { tierStatusPort: positiveInt('tier-status-port', port) } : {}),
   });

@@ -5,7 +5,7 @@ import { defaultObserveIntervalMs } from '../controllers/backend/reconciler.ts';
 import { defaultTierCleanupDeadlineMs } from '../controllers/backend/tier-cleanup.ts';
 import { defaultPoolObserveIntervalMs } from '../controllers/pool/reconciler.ts';
 import { defaultTimings } from '../kube/leader-election.ts';
-import { defaultClaimGraceMs } from '../model/domain-claims.ts';
+import { defaultClaimGraceMs } from '../vocabulary/domain-claims.ts';
 
 export const operatorDefaults = {
   /** Outside a Pod and without `--namespace`: the walkthrough's. */

@@ -6,9 +6,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { shutdownRequested } from '../agent/shutdown.ts';
 import { KubeClient } from '../kube/client.ts';
 import { log } from '../kube/log.ts';
+import { shutdownRequested } from '../kube/shutdown.ts';
 import { operatorDefaults as d } from './defaults.ts';
 import { startOperator } from './start-operator.ts';
 

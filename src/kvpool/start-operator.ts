@@ -1,8 +1,6 @@
 // Assembles the operator: shared context, controllers, admission webhooks and their registration,
 // under a Manager (leader election, health, metrics). Used by `kvpool operator` and by tests.
 
-import type { OperatorContext } from '../context/operator-context.ts';
-import { Settings } from '../context/settings.ts';
 import { BackendReconciler } from '../controllers/backend/reconciler.ts';
 import { reportFigures } from '../controllers/figure-metrics.ts';
 import { ModelDeploymentReconciler } from '../controllers/modeldeployment/reconciler.ts';
@@ -15,6 +13,8 @@ import { log } from '../kube/log.ts';
 import { Manager, type ManagerOptions } from '../kube/manager.ts';
 import { WebhookCertificates } from '../kube/webhook-certs.ts';
 import { WebhookServer } from '../kube/webhook-server.ts';
+import type { OperatorContext } from '../operator-io/operator-context.ts';
+import { Settings } from '../operator-io/settings.ts';
 import { ReplicaReportWatcher } from '../store/replica-watcher.ts';
 import { StoreWatcher } from '../store/store-watcher.ts';
 import {

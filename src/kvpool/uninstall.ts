@@ -7,14 +7,14 @@
 // Bindings' domain claims (Leases in the release namespace), which mean nothing without the operator.
 import { parseArgs } from 'node:util';
 import type { Deployment } from 'kubernetes-types/apps/v1.js';
-import { removeFinalizer } from '../context/apply.ts';
 import { KubeClient, type KubeObject, refOf } from '../kube/client.ts';
 import { ApiError } from '../kube/errors.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { log, objectLogger } from '../kube/log.ts';
 import { waitFor } from '../kube/wait-for.ts';
-import { claimSelector } from '../model/domain-claims.ts';
-import { finalizer } from '../model/identity.ts';
+import { removeFinalizer } from '../operator-io/apply.ts';
+import { claimSelector } from '../vocabulary/domain-claims.ts';
+import { finalizer } from '../vocabulary/identity.ts';
 import { mutatingConfigurationName, validatingConfigurationName } from '../webhooks/configuration.ts';
 
 const kinds = ['ModelDeployment', 'KVCachePoolBinding', 'KVCachePool', 'KVCacheBackend'];

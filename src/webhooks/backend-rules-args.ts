@@ -2,7 +2,7 @@
 // would undo what it renders, are refused, each with its own reason.
 
 import type { EnvVar } from '../api/schema.ts';
-import { visibleDeviceVars } from '../model/member-env.ts';
+import { visibleDeviceVars } from '../vocabulary/member-env.ts';
 
 interface Refusal {
   why: string;

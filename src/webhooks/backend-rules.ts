@@ -4,8 +4,8 @@
 import { storeImageExample } from '../api/setting.ts';
 import type { KVCacheBackend } from '../api/types.ts';
 import { canonicalJson } from '../kube/canonical-json.ts';
-import { nameList } from '../model/conditions.ts';
-import { leaderName, memberDaemonSetName, seedConfigMapName } from '../model/store-objects.ts';
+import { nameList } from '../vocabulary/conditions.ts';
+import { leaderName, memberDaemonSetName, seedConfigMapName } from '../vocabulary/store-objects.ts';
 import { leaderArgsRefusals, leaderEnvRefusals } from './backend-rules-args.ts';
 import { checkMemberGroup } from './backend-rules-members.ts';
 import { diskTierRefusals, positionRefusal } from './backend-rules-positions.ts';

@@ -1,8 +1,8 @@
 // Admission of KVCacheBackend: the rules the schema cannot judge (backend-rules.ts), answered with
 // every refusal at once so a user fixes them in one round.
 import type { KVCacheBackend } from '../api/types.ts';
-import type { Settings } from '../context/settings.ts';
 import type { AdmissionHandler } from '../kube/webhook-server.ts';
+import type { Settings } from '../operator-io/settings.ts';
 import { validateBackend } from './backend-rules.ts';
 import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';

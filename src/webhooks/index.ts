@@ -1,9 +1,9 @@
 // Every admission handler the operator serves, and the configurations that route requests to them.
 
-import { deploymentInformers } from '../context/informers.ts';
-import type { OperatorContext } from '../context/operator-context.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { WebhookServer } from '../kube/webhook-server.ts';
+import { deploymentInformers } from '../operator-io/informers.ts';
+import type { OperatorContext } from '../operator-io/operator-context.ts';
 import { backendAdmission, backendHook } from './backend.ts';
 import {
   type HookSpec,

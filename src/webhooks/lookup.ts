@@ -3,11 +3,11 @@
 // objects (`fresh`): an object created or changed a moment ago may not have reached the cache yet (a
 // Binding applied together with the Pod that names it, a pool that just became Ready).
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
-import type { PoolInformers } from '../context/informers.ts';
-import type { OperatorContext } from '../context/operator-context.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/object.ts';
-import { workerApiVersion } from '../model/identity.ts';
+import type { PoolInformers } from '../operator-io/informers.ts';
+import type { OperatorContext } from '../operator-io/operator-context.ts';
+import { workerApiVersion } from '../vocabulary/identity.ts';
 
 async function cachedOrLive<T extends KubeObject>(
   ctx: OperatorContext,

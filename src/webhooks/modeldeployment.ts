@@ -1,12 +1,12 @@
 // Admission of ModelDeployments, and of Pods that opt in to cache injection.
 import type { ModelDeployment } from '../api/types.ts';
-import type { DeploymentInformers } from '../context/informers.ts';
-import type { OperatorContext } from '../context/operator-context.ts';
 import { injectLabel } from '../inject/types.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';
-import { effectiveProtocol, storeProtocol } from '../model/backend-spec.ts';
-import { domainOf } from '../model/domains.ts';
+import type { DeploymentInformers } from '../operator-io/informers.ts';
+import type { OperatorContext } from '../operator-io/operator-context.ts';
+import { effectiveProtocol, storeProtocol } from '../vocabulary/backend-spec.ts';
+import { domainOf } from '../vocabulary/domains.ts';
 import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';
 import { judgeConfirmingRefusals, resolveBinding } from './lookup.ts';

@@ -8,8 +8,8 @@ import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/typ
 import { argsForwardedAnnotation } from '../inject/launch.ts';
 import { type CacheConnection, type EngineFamily, loadFailurePolicyAnnotation } from '../inject/types.ts';
 import type { JsonPatchOp } from '../kube/webhook-server.ts';
-import { effectiveProtocol, storeProtocol } from '../model/backend-spec.ts';
-import { domainOf } from '../model/domains.ts';
+import { effectiveProtocol, storeProtocol } from '../vocabulary/backend-spec.ts';
+import { domainOf } from '../vocabulary/domains.ts';
 
 export const contractPrefix = 'kvcache.gpustack.ai/';
 const prefix = contractPrefix;

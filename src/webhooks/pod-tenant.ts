@@ -4,13 +4,13 @@
 // does not answer: it catches a wrong tenant written down, it is not the store's access control
 // (docs/decisions/0034).
 import type { KVCachePoolBinding } from '../api/types.ts';
-import type { PoolInformers } from '../context/informers.ts';
-import type { OperatorContext } from '../context/operator-context.ts';
 import { tenantEnvName } from '../inject/tenant-naming.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { type AdmissionHandler, allow, deny } from '../kube/webhook-server.ts';
-import { domainOf } from '../model/domains.ts';
-import { workerApiVersion } from '../model/identity.ts';
+import type { PoolInformers } from '../operator-io/informers.ts';
+import type { OperatorContext } from '../operator-io/operator-context.ts';
+import { domainOf } from '../vocabulary/domains.ts';
+import { workerApiVersion } from '../vocabulary/identity.ts';
 import type { HookSpec } from './configuration.ts';
 import { judgeConfirmingRefusals } from './lookup.ts';
 import type { AdmittedPod } from './pod-injection-target.ts';

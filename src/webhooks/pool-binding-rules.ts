@@ -5,9 +5,9 @@ import type { ReasonOf } from '../api/condition-table.ts';
 import { type PoolCondition, PoolReason, type poolConditions } from '../api/kvcache-pool-conditions.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../api/types.ts';
 import { formatQuantity } from '../kube/readable-quantity.ts';
-import type { ClaimVerdict } from '../model/domain-claims.ts';
-import { domainOf } from '../model/domains.ts';
-import { parseQuantityBytes } from '../model/quantity.ts';
+import type { ClaimVerdict } from '../vocabulary/domain-claims.ts';
+import { domainOf } from '../vocabulary/domains.ts';
+import { parseQuantityBytes } from '../vocabulary/quantity.ts';
 import type { AdmissionFindings } from './findings.ts';
 
 const ledgerOffWarning = (backend: string) =>

@@ -3,12 +3,12 @@
 import { conditionOf } from '../api/conditions.ts';
 import { PoolCondition } from '../api/kvcache-pool-conditions.ts';
 import type { KVCachePool, KVCachePoolBinding } from '../api/types.ts';
-import { claimDomainOnCreate } from '../context/domain-claims.ts';
-import { byBackend, byPool, type PoolInformers } from '../context/informers.ts';
-import type { OperatorContext } from '../context/operator-context.ts';
 import { type AdmissionHandler, allow } from '../kube/webhook-server.ts';
-import { defaultClaimGraceMs } from '../model/domain-claims.ts';
-import { domainOf } from '../model/domains.ts';
+import { claimDomainOnCreate } from '../operator-io/domain-claims.ts';
+import { byBackend, byPool, type PoolInformers } from '../operator-io/informers.ts';
+import type { OperatorContext } from '../operator-io/operator-context.ts';
+import { defaultClaimGraceMs } from '../vocabulary/domain-claims.ts';
+import { domainOf } from '../vocabulary/domains.ts';
 import type { HookSpec } from './configuration.ts';
 import { verdictOf } from './findings.ts';
 import { findBackend, findPool, judgeConfirmingRefusals } from './lookup.ts';

@@ -13,7 +13,7 @@ import { projectRoot } from '../../images/toolchain.ts';
 import { awaitAdmissionInForce } from '../../local/admission-in-force.ts';
 import { installCommand, installNamespace, uninstallCommand } from '../../scripts/manifests.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { finalizer } from '../../src/model/identity.ts';
+import { finalizer } from '../../src/vocabulary/identity.ts';
 import { mutatingConfigurationName, validatingConfigurationName } from '../../src/webhooks/configuration.ts';
 import { type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
 import { seedText } from '../support/seed.ts';

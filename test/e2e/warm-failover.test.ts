@@ -15,7 +15,7 @@ import type { Pod as CorePod } from 'kubernetes-types/core/v1.js';
 import { descendants, processTable } from '../../local/process-tree.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { parseQuantityBytes } from '../../src/model/quantity.ts';
+import { parseQuantityBytes } from '../../src/vocabulary/quantity.ts';
 import { conditionOf, type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
 import { runStoreClient } from '../support/store-client.ts';
 import { masterFigures, tierBackend, tierPath } from '../support/tier-backend.ts';

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { runUninstall } from '../../src/kvpool/uninstall.ts';
-import { claimName, claimSelector, type DomainClaim } from '../../src/model/domain-claims.ts';
+import { claimName, claimSelector, type DomainClaim } from '../../src/vocabulary/domain-claims.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';

@@ -2,8 +2,8 @@
 // decided from carries the current spec generation (a cached parent can be older than its children).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { intentConfirmation } from '../../src/context/current-intent.ts';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
+import { intentConfirmation } from '../../src/operator-io/current-intent.ts';
 import { testClient, uniqueName } from '../support/cluster.ts';
 import { externalBackend } from '../support/kvcache-fixtures.ts';
 

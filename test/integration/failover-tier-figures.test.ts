@@ -16,9 +16,9 @@ import {
 import { figureSamples } from '../../src/controllers/figure-metrics.ts';
 import { failoverLine } from '../../src/kubectl-kvpool/failover-line.ts';
 import { failoverNode } from '../../src/kubectl-kvpool/status-model.ts';
-import { parseQuantityBytes } from '../../src/model/quantity.ts';
 import { sightingOf } from '../../src/store/master-sighting.ts';
 import { observeStore } from '../../src/store/observe.ts';
+import { parseQuantityBytes } from '../../src/vocabulary/quantity.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { externalBackend } from '../support/kvcache-fixtures.ts';

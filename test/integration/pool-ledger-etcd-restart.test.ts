@@ -12,7 +12,7 @@ import type { ConfigMap } from 'kubernetes-types/core/v1.js';
 import type { KVCachePoolBinding } from '../../src/api/types.ts';
 import { Informer } from '../../src/kube/informer.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { parseQuantityBytes } from '../../src/model/quantity.ts';
+import { parseQuantityBytes } from '../../src/vocabulary/quantity.ts';
 import type { AdminFaultProxy } from '../support/admin-fault-proxy.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import type { IsolatedCluster } from '../support/isolated-cluster.ts';

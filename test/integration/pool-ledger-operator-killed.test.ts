@@ -16,7 +16,7 @@ import type { ConfigMap } from 'kubernetes-types/core/v1.js';
 import type { ManagedProcess } from '../../local/processes.ts';
 import type { KVCachePoolBinding } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { parseQuantityBytes } from '../../src/model/quantity.ts';
+import { parseQuantityBytes } from '../../src/vocabulary/quantity.ts';
 import type { AdminFaultProxy, HeldRequest } from '../support/admin-fault-proxy.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import type { IsolatedCluster } from '../support/isolated-cluster.ts';

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type ApplyOptions, KubeClient, type KubeObject } from '../../src/kube/client.ts';
-import { parseQuantityBytes } from '../../src/model/quantity.ts';
+import { parseQuantityBytes } from '../../src/vocabulary/quantity.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCachePoolBinding } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { parseQuantityBytes } from '../../src/model/quantity.ts';
+import { parseQuantityBytes } from '../../src/vocabulary/quantity.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { ManagedProcess } from '../../local/processes.ts';
-import { emptyPolicy } from '../../src/agent/tenant-policy-seed.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
+import { emptyPolicy } from '../../src/kvpool-store/tenant-policy-seed.ts';
 import { ensureNamespace, testClient, uniqueName } from '../support/cluster.ts';
 import { LeaseRecorder, leaseRef, takeLease } from '../support/lease-recorder.ts';
 import {

@@ -14,7 +14,7 @@ import { renderBackend } from '../../src/controllers/backend/render.ts';
 import { renderPolicy, renderSeedConfigMap } from '../../src/controllers/pool/seed-policy.ts';
 import { KubeClient, type KubeObject } from '../../src/kube/client.ts';
 import { ApiError } from '../../src/kube/errors.ts';
-import { seedConfigMapName } from '../../src/model/store-objects.ts';
+import { seedConfigMapName } from '../../src/vocabulary/store-objects.ts';
 import { ensureNamespace, testClient, testKubeconfig, uniqueName } from '../support/cluster.ts';
 import { backend } from '../support/kvcache-fixtures.ts';
 import { LeaseRecorder } from '../support/lease-recorder.ts';

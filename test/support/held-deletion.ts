@@ -2,7 +2,7 @@
 // (Releasable=False, HeldByWorkloads naming the deployment), and passes later the same replicas serve.
 import assert from 'node:assert/strict';
 import type { KVCachePoolBinding } from '../../src/api/types.ts';
-import { workerApiVersion } from '../../src/model/identity.ts';
+import { workerApiVersion } from '../../src/vocabulary/identity.ts';
 import { conditionOf, type E2ECluster } from './local-cluster.ts';
 import { waitFor } from './wait.ts';
 

@@ -5,8 +5,8 @@ import type { MemberGroup } from '../../src/api/kvcache-backend.ts';
 import type { Condition } from '../../src/api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding } from '../../src/api/types.ts';
 import type { MasterReport } from '../../src/controllers/pool/status.ts';
-import type { DecidedCondition } from '../../src/model/conditions.ts';
 import type { TenantFigures } from '../../src/store/tenant-metrics.ts';
+import type { DecidedCondition } from '../../src/vocabulary/conditions.ts';
 import type { MooncakeStore } from './mooncake-store.ts';
 
 export const deletedAt = '2025-01-01T00:00:00Z';

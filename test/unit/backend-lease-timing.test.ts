@@ -6,7 +6,7 @@ import { KVCacheBackendSpec } from '../../src/api/kvcache-backend.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import { renderBackend } from '../../src/controllers/backend/render.ts';
 import { leaseTimingProblems, storeLeaseDefaults } from '../../src/kube/lease-timing.ts';
-import { durationMs, leaseTimings } from '../../src/model/backend-spec.ts';
+import { durationMs, leaseTimings } from '../../src/vocabulary/backend-spec.ts';
 import { backend } from '../support/kvcache-fixtures.ts';
 
 const ctx = { namespace: 'gpustack-system', defaultImage: 'kvpool/kvpool-store:test', boundNamespaces: [] };

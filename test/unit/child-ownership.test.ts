@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeObject, OwnerReference } from '../../src/kube/object.ts';
-import { childConflictMessage, claimChild } from '../../src/model/child-ownership.ts';
+import { childConflictMessage, claimChild } from '../../src/vocabulary/child-ownership.ts';
 
 const uid = 'md-uid-1';
 

@@ -40,7 +40,7 @@ describe('compileTree of src/', () => {
       symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'));
       compileTree(join(projectRoot, 'src'), join(dir, 'src'));
       assert.ok(
-        existsSync(join(dir, 'src', 'agent', 'member_bootstrap.py')),
+        existsSync(join(dir, 'src', 'kvpool-store', 'member_bootstrap.py')),
         'the member bootstrap is copied',
       );
       assert.ok(!existsSync(join(dir, 'src', 'kvpool', 'start-operator.ts')), 'no TypeScript is left');
@@ -48,8 +48,8 @@ describe('compileTree of src/', () => {
         'kvpool/start-operator.js',
         'kvpool/operator.js',
         'kvpool/uninstall.js',
-        'agent/leader.js',
-        'agent/member.js',
+        'kvpool-store/leader.js',
+        'kvpool-store/member.js',
       ];
       const script = `for (const m of ${JSON.stringify(modules)}) await import('./src/' + m); console.log('loaded');`;
       const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {

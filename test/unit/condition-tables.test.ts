@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { projectRoot } from '../../images/toolchain.ts';
 import { conditionOf, conditionTables } from '../../src/api/conditions.ts';
 import { PoolReason, poolConditions } from '../../src/api/kvcache-pool-conditions.ts';
-import { deciderOf } from '../../src/model/conditions.ts';
+import { deciderOf } from '../../src/vocabulary/conditions.ts';
 import { pool } from '../support/kvcache-fixtures.ts';
 
 const tables = Object.values(conditionTables);

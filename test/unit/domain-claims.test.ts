@@ -8,7 +8,7 @@ import {
   microTime,
   renderClaim,
   takeOverClaim,
-} from '../../src/model/domain-claims.ts';
+} from '../../src/vocabulary/domain-claims.ts';
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const t0 = Date.parse('2026-01-01T00:00:00Z');

@@ -4,7 +4,7 @@
 // and I/O their turn while it runs.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { eachWrite } from '../../src/context/apply.ts';
+import { eachWrite } from '../../src/operator-io/apply.ts';
 
 /** Keeps the thread busy for `ms`, as deciding and comparing one status does. */
 function busy(ms: number) {

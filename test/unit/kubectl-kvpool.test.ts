@@ -15,7 +15,7 @@ import type { Snapshot } from '../../src/kubectl-kvpool/snapshot.ts';
 import { figure, statusModel } from '../../src/kubectl-kvpool/status-model.ts';
 import { type Scrape, topModel } from '../../src/kubectl-kvpool/top-model.ts';
 import { clientLine, engineVersion, storeLine } from '../../src/kubectl-kvpool/version-lines.ts';
-import { withDisplayFigures } from '../../src/model/display-figures.ts';
+import { withDisplayFigures } from '../../src/vocabulary/display-figures.ts';
 import { goldenTests, goldenTextTests } from './golden.ts';
 
 const fixtures = new URL('./fixtures/plugin/', import.meta.url);

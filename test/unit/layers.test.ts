@@ -17,15 +17,9 @@ import { projectRoot } from '../../images/toolchain.ts';
 const layerOrder: readonly (readonly string[])[] = [
   ['src/kube', 'src/shell.ts'],
   ['src/api', 'src/inject'],
-  ['src/model', 'src/store'],
-  ['src/context'],
-  [
-    'src/controllers/backend',
-    'src/controllers/pool',
-    'src/controllers/modeldeployment',
-    'src/webhooks',
-    'src/agent',
-  ],
+  ['src/vocabulary', 'src/store'],
+  ['src/operator-io'],
+  ['src/controllers/backend', 'src/controllers/pool', 'src/controllers/modeldeployment', 'src/webhooks'],
   ['src/controllers'],
   ['src/kvpool', 'src/kvpool-store', 'src/kubectl-kvpool'],
   ['images'],
@@ -125,7 +119,7 @@ test('every import goes down the layer order (layerOrder, bottom to top)', () =>
 test('the order catches an upward import, a sideways one, and a module in no layer', () => {
   const made = new Map([
     ['src/kube/a.ts', ['src/api/b.ts', 'src/kube/c.ts']],
-    ['src/controllers/pool/d.ts', ['src/controllers/backend/e.ts', 'src/context/f.ts']],
+    ['src/controllers/pool/d.ts', ['src/controllers/backend/e.ts', 'src/operator-io/f.ts']],
     ['images/g.ts', ['local/h.ts', 'src/kube/a.ts']],
     ['src/elsewhere.ts', []],
   ]);

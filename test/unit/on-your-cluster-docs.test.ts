@@ -15,7 +15,7 @@ import { roleResources } from '../../src/controllers/modeldeployment/render-reso
 import { injectLabel } from '../../src/inject/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { clientLine, storeLine } from '../../src/kubectl-kvpool/version-lines.ts';
-import { engineImage, poolRuntimeVersions } from '../../src/model/runner-image.ts';
+import { engineImage, poolRuntimeVersions } from '../../src/vocabulary/runner-image.ts';
 import { podInjectionHook } from '../../src/webhooks/modeldeployment.ts';
 import { type AdmittedPod, planPodInjection } from '../../src/webhooks/pod-injection-rules.ts';
 import { userKeys } from '../../src/webhooks/pod-injection-target.ts';

@@ -2,7 +2,7 @@
 // and a Binding's sum over its ModelDeployments that never mixes SGLang's hits into vLLM's ratio.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { hitRatio, poolPrefixOf, sumPoolPrefix } from '../../src/model/pool-prefix.ts';
+import { hitRatio, poolPrefixOf, sumPoolPrefix } from '../../src/vocabulary/pool-prefix.ts';
 
 describe('pool prefix figures', () => {
   it('writes the ratio with up to four decimals, absent without queries', () => {

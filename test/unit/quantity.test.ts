@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { formatQuantity } from '../../src/kube/readable-quantity.ts';
-import { formatBinarySI, parseQuantityBytes } from '../../src/model/quantity.ts';
+import { formatBinarySI, parseQuantityBytes } from '../../src/vocabulary/quantity.ts';
 
 describe('parseQuantityBytes', () => {
   it('reads binary, decimal, exponent and plain forms', () => {

@@ -9,7 +9,7 @@ import type {
   ModelDeployment,
 } from '../../src/api/types.ts';
 import { formatQuantity } from '../../src/kube/readable-quantity.ts';
-import { withDisplayFigures } from '../../src/model/display-figures.ts';
+import { withDisplayFigures } from '../../src/vocabulary/display-figures.ts';
 
 describe('formatQuantity', () => {
   it('writes exact figures with the largest dividing unit', () => {

@@ -9,7 +9,7 @@ import {
   engineImage,
   poolRuntimeVersions,
   runnerImageRefusal,
-} from '../../src/model/runner-image.ts';
+} from '../../src/vocabulary/runner-image.ts';
 
 function instanceType(name: string, spec: Partial<InstanceTypeSpec>): InstanceType {
   return {

@@ -9,7 +9,7 @@ import { renderBackend } from '../../src/controllers/backend/render.ts';
 import { storeNetworkPolicies } from '../../src/controllers/backend/render-network.ts';
 import { bindingWakes } from '../../src/controllers/backend/watches.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { operatorPodLabels } from '../../src/model/store-objects.ts';
+import { operatorPodLabels } from '../../src/vocabulary/store-objects.ts';
 import { backend, binding, group, pool } from '../support/kvcache-fixtures.ts';
 import { goldenTests } from './golden.ts';
 

@@ -2,9 +2,9 @@
 // read failed, its mounted copy; and how a failed read is named in the log.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { describeReadError } from '../../src/agent/seed-configmap.ts';
-import { emptyPolicy, policyFromApi } from '../../src/agent/tenant-policy-seed.ts';
 import { ApiError } from '../../src/kube/errors.ts';
+import { describeReadError } from '../../src/kvpool-store/seed-configmap.ts';
+import { emptyPolicy, policyFromApi } from '../../src/kvpool-store/tenant-policy-seed.ts';
 
 const seed = 'version: 1\ntenants:\n  - name: someone-else\n    quota: 4194304\n';
 

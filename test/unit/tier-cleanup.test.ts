@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KVCacheBackend } from '../../src/api/types.ts';
-import type { OperatorContext } from '../../src/context/operator-context.ts';
 import { TierCleanup } from '../../src/controllers/backend/tier-cleanup.ts';
+import type { OperatorContext } from '../../src/operator-io/operator-context.ts';
 
 function deletedBackend(path: string): KVCacheBackend {
   return {

@@ -6,12 +6,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { storeWords, TierStatus } from '../../src/agent/tier-status.ts';
 import { BackendCondition, BackendReason } from '../../src/api/kvcache-backend-conditions.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import { decideTierWritable, type MemberTierReading } from '../../src/controllers/backend/tier-health.ts';
 import { tierFull } from '../../src/kubectl-kvpool/doctor-tier.ts';
 import type { Snapshot } from '../../src/kubectl-kvpool/snapshot.ts';
+import { storeWords, TierStatus } from '../../src/kvpool-store/tier-status.ts';
 import { parseTierReport, type TierReport } from '../../src/store/member-tier.ts';
 import { backend, group } from '../support/kvcache-fixtures.ts';
 

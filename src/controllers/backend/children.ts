@@ -7,15 +7,20 @@ import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { PodSpec } from 'kubernetes-types/core/v1.js';
 import type { ObjectMeta } from 'kubernetes-types/meta/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
-import { applyChild, claimLiveChild } from '../../context/apply.ts';
-import { intentConfirmation } from '../../context/current-intent.ts';
-import { type BackendInformers, byInstance } from '../../context/informers.ts';
-import type { OperatorContext } from '../../context/operator-context.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { electionOn } from '../../model/backend-spec.ts';
-import type { ChildConflict, ClaimOptions } from '../../model/child-ownership.ts';
-import { componentLabel, leaderComponent, leaderName, ownedByBackend } from '../../model/store-objects.ts';
+import { applyChild, claimLiveChild } from '../../operator-io/apply.ts';
+import { intentConfirmation } from '../../operator-io/current-intent.ts';
+import { type BackendInformers, byInstance } from '../../operator-io/informers.ts';
+import type { OperatorContext } from '../../operator-io/operator-context.ts';
+import { electionOn } from '../../vocabulary/backend-spec.ts';
+import type { ChildConflict, ClaimOptions } from '../../vocabulary/child-ownership.ts';
+import {
+  componentLabel,
+  leaderComponent,
+  leaderName,
+  ownedByBackend,
+} from '../../vocabulary/store-objects.ts';
 import { podSpecHashAnnotation } from './pod-spec-hash.ts';
 import { type BackendRenderContext, renderBackend } from './render.ts';
 import { type HandoverPlan, type MemberRollPlan, planHandover, planMemberRoll } from './rollout-plan.ts';

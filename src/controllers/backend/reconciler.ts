@@ -3,16 +3,18 @@
 import { RolloutCompleteReason } from '../../api/kvcache-backend.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
-import { applyStatus, ensureFinalizer } from '../../context/apply.ts';
-import { type BackendInformers, backendInformers } from '../../context/informers.ts';
-import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../../context/master-address.ts';
-import type { OperatorContext } from '../../context/operator-context.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
 import { hostPort } from '../../kube/host-port.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { ordinal } from '../../kube/ordinal.ts';
-import { groupDisk, managedConnection } from '../../model/backend-spec.ts';
-import { mergeConditions } from '../../model/conditions.ts';
+import { applyStatus, ensureFinalizer } from '../../operator-io/apply.ts';
+import { type BackendInformers, backendInformers } from '../../operator-io/informers.ts';
+import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../../operator-io/master-address.ts';
+import type { OperatorContext } from '../../operator-io/operator-context.ts';
+import { sightingOf } from '../../store/master-sighting.ts';
+import { readMemberTier } from '../../store/member-tier.ts';
+import { groupDisk, managedConnection } from '../../vocabulary/backend-spec.ts';
+import { mergeConditions } from '../../vocabulary/conditions.ts';
 import {
   adminServiceName,
   leaderAdminPort,
@@ -20,9 +22,7 @@ import {
   leaderRpcPort,
   memberTierStatusPort,
   ownedByBackend,
-} from '../../model/store-objects.ts';
-import { sightingOf } from '../../store/master-sighting.ts';
-import { readMemberTier } from '../../store/member-tier.ts';
+} from '../../vocabulary/store-objects.ts';
 import { AppliedIntents, type ChildrenOutcome, syncChildren } from './children.ts';
 import { type BackendStatusDecision, decideBackendStatus } from './status.ts';
 import { advanceFailover, type FailoverMemory } from './status-failover.ts';

@@ -8,7 +8,7 @@ import type { PolicyRule, Role, RoleBinding } from 'kubernetes-types/rbac/v1.js'
 import type { KVCacheBackend } from '../../api/types.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { electionOn, membersReadLease, tenancyOn } from '../../model/backend-spec.ts';
+import { electionOn, membersReadLease, tenancyOn } from '../../vocabulary/backend-spec.ts';
 import {
   backendName,
   backendSelector,
@@ -18,7 +18,7 @@ import {
   memberAccountName,
   memberRbacComponent,
   seedConfigMapName,
-} from '../../model/store-objects.ts';
+} from '../../vocabulary/store-objects.ts';
 import type { BackendRenderContext } from './render-context.ts';
 import { leaderReplicas } from './render-leader.ts';
 

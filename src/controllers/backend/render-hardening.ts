@@ -1,7 +1,7 @@
 // What every store container runs with: the least privilege the store allows and bounded resources.
 // Why each choice: docs/decisions (store hardening).
 import type { MemberGroup } from '../../api/kvcache-backend.ts';
-import { formatBinarySI, parseQuantityBytes } from '../../model/quantity.ts';
+import { formatBinarySI, parseQuantityBytes } from '../../vocabulary/quantity.ts';
 
 type SecurityContext = NonNullable<MemberGroup['securityContext']>;
 

@@ -14,7 +14,7 @@ import {
   resolveImages,
   tenancyOn,
   tierWritesThrough,
-} from '../../model/backend-spec.ts';
+} from '../../vocabulary/backend-spec.ts';
 import {
   adminServiceName,
   backendLabels,
@@ -29,7 +29,7 @@ import {
   leaderRpcPort,
   policyKey,
   seedConfigMapName,
-} from '../../model/store-objects.ts';
+} from '../../vocabulary/store-objects.ts';
 import { podSpecHash, podSpecHashAnnotation } from './pod-spec-hash.ts';
 import type { BackendRenderContext } from './render-context.ts';
 import { leaderResources, scratchMount, scratchVolume, storeSecurityContext } from './render-hardening.ts';

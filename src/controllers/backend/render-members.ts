@@ -13,9 +13,9 @@ import {
   membersReadLease,
   resolveImages,
   storeProtocol,
-} from '../../model/backend-spec.ts';
-import { visibleDeviceVars } from '../../model/member-env.ts';
-import { parseQuantityBytes } from '../../model/quantity.ts';
+} from '../../vocabulary/backend-spec.ts';
+import { visibleDeviceVars } from '../../vocabulary/member-env.ts';
+import { parseQuantityBytes } from '../../vocabulary/quantity.ts';
 import {
   backendLabels,
   backendName,
@@ -27,7 +27,7 @@ import {
   memberComponent,
   memberDaemonSetName,
   memberTierStatusPort,
-} from '../../model/store-objects.ts';
+} from '../../vocabulary/store-objects.ts';
 import { podSpecHash, podSpecHashAnnotation } from './pod-spec-hash.ts';
 import type { BackendRenderContext } from './render-context.ts';
 import {

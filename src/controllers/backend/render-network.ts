@@ -9,7 +9,7 @@ import type {
 } from 'kubernetes-types/networking/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { groupDisk, managedConnection } from '../../model/backend-spec.ts';
+import { groupDisk, managedConnection } from '../../vocabulary/backend-spec.ts';
 import {
   backendName,
   backendSelector,
@@ -24,7 +24,7 @@ import {
   memberRbacComponent,
   memberTierStatusPort,
   nameLabel,
-} from '../../model/store-objects.ts';
+} from '../../vocabulary/store-objects.ts';
 
 /**
  * The ports a member's transfer engine listens on, as the wheel picks them: its handshake and TCP

@@ -2,8 +2,8 @@
 
 import type { Container, EnvVar, Lifecycle, Volume } from 'kubernetes-types/core/v1.js';
 import type { MemberGroup } from '../../api/kvcache-backend.ts';
-import { parseQuantityBytes } from '../../model/quantity.ts';
 import { shellQuote } from '../../shell.ts';
+import { parseQuantityBytes } from '../../vocabulary/quantity.ts';
 import { smallJobResources, storeSecurityContext } from './render-hardening.ts';
 
 export type LocalDisk = NonNullable<MemberGroup['localDisks']>[number];

@@ -7,15 +7,15 @@ import type { PodDisruptionBudget } from 'kubernetes-types/policy/v1.js';
 import type { Role, RoleBinding } from 'kubernetes-types/rbac/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { managedConnection } from '../../model/backend-spec.ts';
-import { operatorPodLabels } from '../../model/store-objects.ts';
+import { managedConnection } from '../../vocabulary/backend-spec.ts';
+import { operatorPodLabels } from '../../vocabulary/store-objects.ts';
 import { renderElectionRbac, renderLeaderDisruptionBudget, renderLeaderLease } from './render-access.ts';
 import type { BackendRenderContext } from './render-context.ts';
 import { renderAdminService, renderLeaderDeployment, renderLeaderService } from './render-leader.ts';
 import { renderMemberDaemonSet } from './render-members.ts';
 import { storeNetworkPolicies } from './render-network.ts';
 
-export { type ResolvedImages, resolveImages } from '../../model/backend-spec.ts';
+export { type ResolvedImages, resolveImages } from '../../vocabulary/backend-spec.ts';
 export type { BackendRenderContext } from './render-context.ts';
 
 export interface RenderedBackend {

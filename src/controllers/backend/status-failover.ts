@@ -5,8 +5,8 @@
 // and still followed, so a member that comes back late corrects them. Pure: the reconciler holds the
 // memory between passes.
 import type { LastFailover } from '../../api/kvcache-backend.ts';
-import { formatBinarySI, parseQuantityBytes } from '../../model/quantity.ts';
 import { anotherMaster, type MasterSighting } from '../../store/master-sighting.ts';
+import { formatBinarySI, parseQuantityBytes } from '../../vocabulary/quantity.ts';
 
 /**
  * How long the figures must hold before a re-registration that has not reached the previous master's is

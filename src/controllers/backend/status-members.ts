@@ -3,9 +3,9 @@
 
 import { BackendCondition, BackendReason, backendConditions } from '../../api/kvcache-backend-conditions.ts';
 import { ordinal } from '../../kube/ordinal.ts';
-import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
 import type { Segment } from '../../store/observe.ts';
 import { gauge } from '../../store/prometheus.ts';
+import { type DecidedCondition, deciderOf, nameList } from '../../vocabulary/conditions.ts';
 import type { PodView } from './pod-view.ts';
 import type { BackendView, LeaderVerdict, MemberRow } from './status-view.ts';
 

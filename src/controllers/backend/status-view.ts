@@ -4,9 +4,9 @@ import type { ReasonOf, RelayedReason } from '../../api/condition-table.ts';
 import type { KVCacheBackendStatus } from '../../api/kvcache-backend.ts';
 import type { backendConditions } from '../../api/kvcache-backend-conditions.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
-import type { ChildConflict } from '../../model/child-ownership.ts';
-import type { DecidedCondition } from '../../model/conditions.ts';
 import type { StoreObservation } from '../../store/observe.ts';
+import type { ChildConflict } from '../../vocabulary/child-ownership.ts';
+import type { DecidedCondition } from '../../vocabulary/conditions.ts';
 import type { PodView } from './pod-view.ts';
 import type { MemberRollPlan } from './rollout-plan.ts';
 

@@ -4,10 +4,10 @@
 import { RolloutCompleteReason as Rollout } from '../../api/kvcache-backend.ts';
 import { backendConditions } from '../../api/kvcache-backend-conditions.ts';
 import { formatQuantity } from '../../kube/readable-quantity.ts';
-import { childConflictMessage } from '../../model/child-ownership.ts';
-import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
-import { formatBinarySI } from '../../model/quantity.ts';
 import { capacityFrom } from '../../store/observe.ts';
+import { childConflictMessage } from '../../vocabulary/child-ownership.ts';
+import { type DecidedCondition, deciderOf, nameList } from '../../vocabulary/conditions.ts';
+import { formatBinarySI } from '../../vocabulary/quantity.ts';
 import { membersVerdict, poolWritesVerdict } from './status-members.ts';
 import type { BackendView, LeaderReason, LeaderVerdict, MemberRow } from './status-view.ts';
 

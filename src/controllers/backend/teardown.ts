@@ -3,13 +3,13 @@
 // once their Pods are gone (or, past termination grace + 2 minutes, abandoned with a Warning event).
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend, KVCachePool } from '../../api/types.ts';
-import { removeFinalizer } from '../../context/apply.ts';
-import { type BackendInformers, byInstance } from '../../context/informers.ts';
-import type { OperatorContext } from '../../context/operator-context.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { workerApiVersion } from '../../model/identity.ts';
-import { instanceLabel, ownedByBackend } from '../../model/store-objects.ts';
+import { removeFinalizer } from '../../operator-io/apply.ts';
+import { type BackendInformers, byInstance } from '../../operator-io/informers.ts';
+import type { OperatorContext } from '../../operator-io/operator-context.ts';
+import { workerApiVersion } from '../../vocabulary/identity.ts';
+import { instanceLabel, ownedByBackend } from '../../vocabulary/store-objects.ts';
 import type { TierCleanup } from './tier-cleanup.ts';
 
 export const teardownPollMs = 2000;

@@ -5,9 +5,9 @@
 // from those reports. Pure.
 import { BackendCondition, BackendReason, backendConditions } from '../../api/kvcache-backend-conditions.ts';
 import { formatQuantity } from '../../kube/readable-quantity.ts';
-import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
 import type { TierReport } from '../../store/member-tier.ts';
 import type { Reading } from '../../store/observe.ts';
+import { type DecidedCondition, deciderOf, nameList } from '../../vocabulary/conditions.ts';
 import { bucketSizeLimitBytes } from './render-tier.ts';
 
 const decided = deciderOf(backendConditions);

@@ -6,7 +6,7 @@ import type { Pod } from 'kubernetes-types/core/v1.js';
 import { BackendCondition, BackendReason, backendConditions } from '../../api/kvcache-backend-conditions.ts';
 import type { Condition } from '../../api/schema.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
+import { type DecidedCondition, deciderOf, nameList } from '../../vocabulary/conditions.ts';
 
 const decided = deciderOf(backendConditions);
 

@@ -4,26 +4,26 @@ import type { Pod } from 'kubernetes-types/core/v1.js';
 import { BackendCondition, BackendReason } from '../../api/kvcache-backend-conditions.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
+import type { KubeObject } from '../../kube/object.ts';
+import { ordinal } from '../../kube/ordinal.ts';
 import {
   type BackendInformers,
   byBackend,
   byInstance,
   byInvolvedUid,
   byPool,
-} from '../../context/informers.ts';
-import type { OperatorContext } from '../../context/operator-context.ts';
-import type { KubeObject } from '../../kube/object.ts';
-import { ordinal } from '../../kube/ordinal.ts';
-import { anyDiskTier, electionOn, managedConnection } from '../../model/backend-spec.ts';
-import type { ChildConflict } from '../../model/child-ownership.ts';
+} from '../../operator-io/informers.ts';
+import type { OperatorContext } from '../../operator-io/operator-context.ts';
+import type { StoreObservation } from '../../store/observe.ts';
+import { anyDiskTier, electionOn, managedConnection } from '../../vocabulary/backend-spec.ts';
+import type { ChildConflict } from '../../vocabulary/child-ownership.ts';
 import {
   componentLabel,
   leaderName,
   memberComponent,
   memberDaemonSetName,
   ownedByBackend,
-} from '../../model/store-objects.ts';
-import type { StoreObservation } from '../../store/observe.ts';
+} from '../../vocabulary/store-objects.ts';
 import { viewPod } from './pod-view.ts';
 import type { MemberRollPlan } from './rollout-plan.ts';
 import { type BackendView, endpointHost } from './status.ts';

@@ -1,12 +1,12 @@
-// How the events of what the backend controller reads (context/informers.ts) map to backend keys.
+// How the events of what the backend controller reads (operator-io/informers.ts) map to backend keys.
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
-import type { BackendInformers } from '../../context/informers.ts';
-import { instanceOf } from '../../context/informers.ts';
-import type { OperatorContext } from '../../context/operator-context.ts';
 import type { Controller, KeyMapper } from '../../kube/controller.ts';
 import type { Informer } from '../../kube/informer.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
-import { componentLabel, leaderOwner } from '../../model/store-objects.ts';
+import type { BackendInformers } from '../../operator-io/informers.ts';
+import { instanceOf } from '../../operator-io/informers.ts';
+import type { OperatorContext } from '../../operator-io/operator-context.ts';
+import { componentLabel, leaderOwner } from '../../vocabulary/store-objects.ts';
 
 /**
  * A Binding that comes or goes changes which namespaces its store's NetworkPolicies admit: it wakes

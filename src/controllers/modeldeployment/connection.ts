@@ -10,9 +10,9 @@ import {
 } from '../../api/model-deployment-conditions.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, ModelDeployment } from '../../api/types.ts';
 import type { CacheConnection } from '../../inject/types.ts';
-import { effectiveProtocol, storeProtocol } from '../../model/backend-spec.ts';
-import { type ConditionStatus, type DecidedCondition, deciderOf } from '../../model/conditions.ts';
-import { domainOf } from '../../model/domains.ts';
+import { effectiveProtocol, storeProtocol } from '../../vocabulary/backend-spec.ts';
+import { type ConditionStatus, type DecidedCondition, deciderOf } from '../../vocabulary/conditions.ts';
+import { domainOf } from '../../vocabulary/domains.ts';
 
 export interface CacheResolution {
   domainRegistered: DecidedCondition;

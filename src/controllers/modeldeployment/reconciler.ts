@@ -6,6 +6,9 @@ import type { DeploymentSpec } from 'kubernetes-types/apps/v1.js';
 import { ReplicasUpToDateReason } from '../../api/model-deployment.ts';
 import { ModelDeploymentCondition, ModelDeploymentReason } from '../../api/model-deployment-conditions.ts';
 import type { InstanceType, ModelDeployment } from '../../api/types.ts';
+import { injectedAnnotation } from '../../inject/types.ts';
+import { Controller, type ReconcileResult, splitKey } from '../../kube/controller.ts';
+import type { KubeObject } from '../../kube/object.ts';
 import {
   applyChild,
   applyOwnedChild,
@@ -13,19 +16,16 @@ import {
   claimLiveChild,
   ensureFinalizer,
   removeFinalizer,
-} from '../../context/apply.ts';
-import { intentConfirmation } from '../../context/current-intent.ts';
-import { byInstanceNs, type DeploymentInformers, deploymentInformers } from '../../context/informers.ts';
-import type { OperatorContext } from '../../context/operator-context.ts';
-import { injectedAnnotation } from '../../inject/types.ts';
-import { Controller, type ReconcileResult, splitKey } from '../../kube/controller.ts';
-import type { KubeObject } from '../../kube/object.ts';
-import { type ChildConflict, claimChild } from '../../model/child-ownership.ts';
-import { type DecidedCondition, mergeConditions } from '../../model/conditions.ts';
-import { isTakeOver, servingPort } from '../../model/engine-roles.ts';
-import { fieldManagers } from '../../model/identity.ts';
-import { parseQuantityBytes } from '../../model/quantity.ts';
-import { poolRuntimeVersions } from '../../model/runner-image.ts';
+} from '../../operator-io/apply.ts';
+import { intentConfirmation } from '../../operator-io/current-intent.ts';
+import { byInstanceNs, type DeploymentInformers, deploymentInformers } from '../../operator-io/informers.ts';
+import type { OperatorContext } from '../../operator-io/operator-context.ts';
+import { type ChildConflict, claimChild } from '../../vocabulary/child-ownership.ts';
+import { type DecidedCondition, mergeConditions } from '../../vocabulary/conditions.ts';
+import { isTakeOver, servingPort } from '../../vocabulary/engine-roles.ts';
+import { fieldManagers } from '../../vocabulary/identity.ts';
+import { parseQuantityBytes } from '../../vocabulary/quantity.ts';
+import { poolRuntimeVersions } from '../../vocabulary/runner-image.ts';
 import { resolveCache } from './connection.ts';
 import { renderModelDeployment } from './render.ts';
 import { componentLabel, roleKind, roleObjectName } from './render-labels.ts';

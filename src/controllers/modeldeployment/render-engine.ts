@@ -7,8 +7,8 @@ import type { InstanceType, ModelDeployment } from '../../api/types.ts';
 import { flagValue, hasFlag } from '../../inject/argv.ts';
 import { defaultEnv } from '../../inject/env.ts';
 import type { EngineFamily } from '../../inject/types.ts';
-import { defaultServingPort, engineFamily, isTakeOver, servingPort } from '../../model/engine-roles.ts';
-import { engineImage } from '../../model/runner-image.ts';
+import { defaultServingPort, engineFamily, isTakeOver, servingPort } from '../../vocabulary/engine-roles.ts';
+import { engineImage } from '../../vocabulary/runner-image.ts';
 import { roleResources } from './render-resources.ts';
 
 export const engineContainerName = 'engine';

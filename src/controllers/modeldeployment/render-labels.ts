@@ -2,8 +2,8 @@
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
 import type { ModelDeployment } from '../../api/types.ts';
 import type { ObjectMeta, OwnerReference } from '../../kube/object.ts';
-import { workerApiVersion } from '../../model/identity.ts';
-import { componentLabel, instanceLabel, nameLabel } from '../../model/store-objects.ts';
+import { workerApiVersion } from '../../vocabulary/identity.ts';
+import { componentLabel, instanceLabel, nameLabel } from '../../vocabulary/store-objects.ts';
 
 export { componentLabel, instanceLabel, nameLabel };
 export const roleKindLabel = 'modeldeployment.gpustack.ai/role-kind';

@@ -8,8 +8,8 @@ import { injectCache } from '../../inject/inject.ts';
 import { type CacheConnection, loadFailurePolicyOf } from '../../inject/types.ts';
 import { sha256Hex } from '../../kube/canonical-json.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { baselineRefusals } from '../../model/engine-baseline.ts';
-import { engineFamily, isTakeOver, servingPort } from '../../model/engine-roles.ts';
+import { baselineRefusals } from '../../vocabulary/engine-baseline.ts';
+import { engineFamily, isTakeOver, servingPort } from '../../vocabulary/engine-roles.ts';
 import { type EngineDraft, engineContainer, engineContainerName, engineDraft } from './render-engine.ts';
 import {
   childMetadata,

@@ -11,11 +11,11 @@ import {
 } from '../../api/model-deployment-conditions.ts';
 import type { ModelDeployment } from '../../api/types.ts';
 import { formatQuantity } from '../../kube/readable-quantity.ts';
-import { type ChildConflict, childConflictMessage } from '../../model/child-ownership.ts';
-import { type ConditionStatus, type DecidedCondition, deciderOf } from '../../model/conditions.ts';
-import { poolPrefixOf } from '../../model/pool-prefix.ts';
 import type { CacheReports } from '../../store/replica-reports.ts';
 import type { ReplicaReading } from '../../store/replica-trend.ts';
+import { type ChildConflict, childConflictMessage } from '../../vocabulary/child-ownership.ts';
+import { type ConditionStatus, type DecidedCondition, deciderOf } from '../../vocabulary/conditions.ts';
+import { poolPrefixOf } from '../../vocabulary/pool-prefix.ts';
 import type { CacheResolution } from './connection.ts';
 import { servicePort } from './render.ts';
 

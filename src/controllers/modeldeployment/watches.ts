@@ -1,11 +1,11 @@
-// How the events of what the ModelDeployment controller reads (context/informers.ts) map to deployment keys.
+// How the events of what the ModelDeployment controller reads (operator-io/informers.ts) map to deployment keys.
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
-import { byBindingRef, byPool, type DeploymentInformers, instanceNs } from '../../context/informers.ts';
-import type { OperatorContext } from '../../context/operator-context.ts';
 import type { Controller } from '../../kube/controller.ts';
 import { objectKey } from '../../kube/informer.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { isAcceleratorLabel } from '../../model/runner-image.ts';
+import { byBindingRef, byPool, type DeploymentInformers, instanceNs } from '../../operator-io/informers.ts';
+import type { OperatorContext } from '../../operator-io/operator-context.ts';
+import { isAcceleratorLabel } from '../../vocabulary/runner-image.ts';
 
 function acceleratorLabelsOf(node: KubeObject | undefined): string {
   const labels = Object.entries(node?.metadata.labels ?? {}).filter(([k]) => isAcceleratorLabel(k));

@@ -3,7 +3,7 @@ import { BindingReleasableReason } from '../../api/kvcache-pool-binding.ts';
 import { BindingCondition } from '../../api/kvcache-pool-binding-conditions.ts';
 import type { KVCachePoolBinding } from '../../api/types.ts';
 import type { EventRecorder } from '../../kube/events.ts';
-import { domainOf } from '../../model/domains.ts';
+import { domainOf } from '../../vocabulary/domains.ts';
 import type { Decision } from './status.ts';
 
 /** A Normal event for each pass that removed objects of a deleted Binding's domain. */

@@ -12,10 +12,10 @@ import type { PoolPrefix } from '../../api/pool-prefix.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePoolBinding } from '../../api/types.ts';
 import { formatQuantity } from '../../kube/readable-quantity.ts';
-import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
-import { domainOf } from '../../model/domains.ts';
 import type { LedgerFailure } from '../../store/tenant-ledger.ts';
 import type { TenantFigures } from '../../store/tenant-metrics.ts';
+import { type DecidedCondition, deciderOf, nameList } from '../../vocabulary/conditions.ts';
+import { domainOf } from '../../vocabulary/domains.ts';
 import { asksPurge, type LedgerPlan } from './plan.ts';
 import { bytes, type Decision, type MasterReport, phaseOf, readable, type StatusFields } from './status.ts';
 

@@ -3,14 +3,14 @@
 // pool did not), and a deleted Binding's claim goes before its finalizer does.
 
 import type { KVCachePoolBinding } from '../../api/types.ts';
-import { eachWrite, removeFinalizer } from '../../context/apply.ts';
-import { claimDomain, releaseDomain } from '../../context/domain-claims.ts';
-import type { PoolInformers } from '../../context/informers.ts';
-import type { OperatorContext } from '../../context/operator-context.ts';
 import { log } from '../../kube/log.ts';
-import { claimName, defaultClaimGraceMs } from '../../model/domain-claims.ts';
-import { domainOf } from '../../model/domains.ts';
-import { workerApiVersion } from '../../model/identity.ts';
+import { eachWrite, removeFinalizer } from '../../operator-io/apply.ts';
+import { claimDomain, releaseDomain } from '../../operator-io/domain-claims.ts';
+import type { PoolInformers } from '../../operator-io/informers.ts';
+import type { OperatorContext } from '../../operator-io/operator-context.ts';
+import { claimName, defaultClaimGraceMs } from '../../vocabulary/domain-claims.ts';
+import { domainOf } from '../../vocabulary/domains.ts';
+import { workerApiVersion } from '../../vocabulary/identity.ts';
 
 /** Claims each live Binding's domain unless the cache shows it holds the claim already (an idle pass reads only). */
 export async function ensureClaims(

@@ -5,7 +5,7 @@
 // once it is gone from the master.
 
 import { PoolReason } from '../../api/kvcache-pool-conditions.ts';
-import { eachWrite } from '../../context/apply.ts';
+import { eachWrite } from '../../operator-io/apply.ts';
 import {
   type LedgerEntry,
   LedgerError,

@@ -4,7 +4,7 @@
 // pass re-reads what it decides from the apiserver. Passes with nothing to release read nothing more.
 import type { KVCachePool, KVCachePoolBinding, ModelDeployment } from '../../api/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
-import { workerApiVersion } from '../../model/identity.ts';
+import { workerApiVersion } from '../../vocabulary/identity.ts';
 import type { LedgerPlan, PlanInput } from './plan.ts';
 
 type Input = Omit<PlanInput, 'ledger'>;

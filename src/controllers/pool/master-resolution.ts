@@ -2,8 +2,8 @@
 // the ready leader holding the Lease. What is missing is written into the pass's report.
 import { PoolReason } from '../../api/kvcache-pool-conditions.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
-import type { PoolInformers } from '../../context/informers.ts';
-import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../../context/master-address.ts';
+import type { PoolInformers } from '../../operator-io/informers.ts';
+import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../../operator-io/master-address.ts';
 import type { MasterReport } from './status.ts';
 
 /** Fills how the pool's backend resolves; returns the master's admin address when there is one. */

@@ -3,9 +3,9 @@
 
 import { purgeOnDeleteAnnotation } from '../../api/kvcache-pool-binding.ts';
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
-import { domainOf } from '../../model/domains.ts';
-import { parseQuantityBytes } from '../../model/quantity.ts';
 import type { LedgerEntry } from '../../store/tenant-ledger.ts';
+import { domainOf } from '../../vocabulary/domains.ts';
+import { parseQuantityBytes } from '../../vocabulary/quantity.ts';
 
 export interface Claim {
   domain: string;

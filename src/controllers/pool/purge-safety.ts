@@ -4,8 +4,8 @@
 
 import type { KVCacheBackend } from '../../api/types.ts';
 import { formatQuantity } from '../../kube/readable-quantity.ts';
-import { anyDiskTier } from '../../model/backend-spec.ts';
 import { type Families, gaugeBytes } from '../../store/prometheus.ts';
+import { anyDiskTier } from '../../vocabulary/backend-spec.ts';
 
 /** What shows the store has a disk tier, or undefined when neither its spec nor its master does. */
 export function diskTierEvidence(backend: KVCacheBackend, families: Families): string | undefined {

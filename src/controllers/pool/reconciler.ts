@@ -9,6 +9,8 @@ import {
 import { PoolCondition, PoolReason } from '../../api/kvcache-pool-conditions.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, StatusOf } from '../../api/types.ts';
+import { Controller, type ReconcileResult } from '../../kube/controller.ts';
+import { log } from '../../kube/log.ts';
 import {
   applyChild,
   applyStatus,
@@ -16,26 +18,24 @@ import {
   eachWrite,
   ensureFinalizer,
   removeFinalizer,
-} from '../../context/apply.ts';
+} from '../../operator-io/apply.ts';
 import {
   byBackend,
   byBindingRef,
   byPool,
   type PoolInformers,
   poolInformers,
-} from '../../context/informers.ts';
-import type { OperatorContext } from '../../context/operator-context.ts';
-import { Controller, type ReconcileResult } from '../../kube/controller.ts';
-import { log } from '../../kube/log.ts';
-import { type ChildConflict, childConflictMessage, claimChild } from '../../model/child-ownership.ts';
-import { deciderOf, mergeConditions } from '../../model/conditions.ts';
-import { domainOf } from '../../model/domains.ts';
-import { finalizer } from '../../model/identity.ts';
-import { sumPoolPrefix } from '../../model/pool-prefix.ts';
-import { policyKey, seedConfigMapName } from '../../model/store-objects.ts';
+} from '../../operator-io/informers.ts';
+import type { OperatorContext } from '../../operator-io/operator-context.ts';
 import { gaugeBytes } from '../../store/prometheus.ts';
 import { TenantLedger } from '../../store/tenant-ledger.ts';
 import { allocatableBytes, tenantFigures } from '../../store/tenant-metrics.ts';
+import { type ChildConflict, childConflictMessage, claimChild } from '../../vocabulary/child-ownership.ts';
+import { deciderOf, mergeConditions } from '../../vocabulary/conditions.ts';
+import { domainOf } from '../../vocabulary/domains.ts';
+import { finalizer } from '../../vocabulary/identity.ts';
+import { sumPoolPrefix } from '../../vocabulary/pool-prefix.ts';
+import { policyKey, seedConfigMapName } from '../../vocabulary/store-objects.ts';
 import { noteNotReleased, notePurge } from './binding-events.ts';
 import { type BindingWorkloads, decideBinding, workloadStatus } from './binding-status.ts';
 import { ensureClaims, releaseClaimAndFinalizer, releaseClaimsOfDeleted } from './domain-claims.ts';

@@ -6,13 +6,13 @@ import type { ConfigMap } from 'kubernetes-types/core/v1.js';
 import { parse, stringify } from 'yaml';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
+import type { LedgerEntry } from '../../store/tenant-ledger.ts';
 import {
   backendLabels,
   backendOwnerReference,
   policyKey,
   seedConfigMapName,
-} from '../../model/store-objects.ts';
-import type { LedgerEntry } from '../../store/tenant-ledger.ts';
+} from '../../vocabulary/store-objects.ts';
 
 export interface SeedInput {
   /** The Bindings' tenants at their ceilings. */

@@ -6,11 +6,11 @@ import { PoolCondition, PoolReason, poolConditions } from '../../api/kvcache-poo
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
 import { formatQuantity } from '../../kube/readable-quantity.ts';
-import { type DecidedCondition, deciderOf, nameList } from '../../model/conditions.ts';
-import { domainOf } from '../../model/domains.ts';
-import { formatBinarySI, parseQuantityBytes } from '../../model/quantity.ts';
 import type { LedgerFailure } from '../../store/tenant-ledger.ts';
 import type { TenantFigures } from '../../store/tenant-metrics.ts';
+import { type DecidedCondition, deciderOf, nameList } from '../../vocabulary/conditions.ts';
+import { domainOf } from '../../vocabulary/domains.ts';
+import { formatBinarySI, parseQuantityBytes } from '../../vocabulary/quantity.ts';
 import type { LedgerPlan } from './plan.ts';
 
 const decided = deciderOf(poolConditions);

@@ -5,8 +5,8 @@ import type { ConfigMap } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { fieldManagers } from '../../model/identity.ts';
-import { backendLabels, backendOwnerReference } from '../../model/store-objects.ts';
+import { fieldManagers } from '../../vocabulary/identity.ts';
+import { backendLabels, backendOwnerReference } from '../../vocabulary/store-objects.ts';
 
 export const registryKey = 'tenants';
 

@@ -1,10 +1,10 @@
 // How events map to the pool controller's key: one key per backend (one ledger per master), plus one
 // key for Bindings whose pool does not exist.
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';
-import type { PoolInformers } from '../../context/informers.ts';
 import type { Controller } from '../../kube/controller.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { leaderOwner } from '../../model/store-objects.ts';
+import type { PoolInformers } from '../../operator-io/informers.ts';
+import { leaderOwner } from '../../vocabulary/store-objects.ts';
 
 /** The key of the pass that handles Bindings naming a pool that does not exist. */
 export const unpooledKey = '~unpooled';

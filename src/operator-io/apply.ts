@@ -5,9 +5,9 @@ import { canonicalJson, sha256Hex } from '../kube/canonical-json.ts';
 import { type KubeClient, refOf } from '../kube/client.ts';
 import { eventLoopYielder } from '../kube/event-loop.ts';
 import type { KubeObject } from '../kube/object.ts';
-import { type ChildConflict, type ClaimOptions, claimChild } from '../model/child-ownership.ts';
-import { withDisplayFigures } from '../model/display-figures.ts';
-import { fieldManagers, finalizer } from '../model/identity.ts';
+import { type ChildConflict, type ClaimOptions, claimChild } from '../vocabulary/child-ownership.ts';
+import { withDisplayFigures } from '../vocabulary/display-figures.ts';
+import { fieldManagers, finalizer } from '../vocabulary/identity.ts';
 
 export const desiredHashAnnotation = 'kvpool.gpustack.ai/desired-hash';
 

@@ -2,7 +2,7 @@
 // failover briefly shows two), or the Admin endpoint an external backend names. Read by the backend
 // controller, which reports on the master, and the pool controller, which keeps its ledger.
 import type { KVCacheBackend } from '../api/types.ts';
-import { adminServiceName, leaderAdminPort, leaderName } from '../model/store-objects.ts';
+import { adminServiceName, leaderAdminPort, leaderName } from '../vocabulary/store-objects.ts';
 import { type BackendInformers, byService } from './informers.ts';
 
 /** host:port of the managed leader's admin endpoint: a ready leader Pod behind the admin Service. */

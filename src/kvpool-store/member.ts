@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeClient } from '../kube/client.ts';
 import { type Logger, log } from '../kube/log.ts';
+import { shutdownRequested } from '../kube/shutdown.ts';
 import { Child, describeExit, findOnPath } from './child.ts';
 import { type LeaseRef, leaseOfMasterAddress, readLeaseHolder } from './lease-address.ts';
-import { shutdownRequested } from './shutdown.ts';
 import { startTierStatusServer, TierStatus } from './tier-status.ts';
 
 const leasePollMs = 500;

@@ -14,8 +14,8 @@ import type {
 } from '../api/types.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/object.ts';
-import { workerApiVersion } from '../model/identity.ts';
-import { instanceLabel, nameLabel } from '../model/store-objects.ts';
+import { workerApiVersion } from '../vocabulary/identity.ts';
+import { instanceLabel, nameLabel } from '../vocabulary/store-objects.ts';
 import type { OperatorContext } from './operator-context.ts';
 
 /** Index names. */

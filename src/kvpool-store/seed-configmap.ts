@@ -4,7 +4,7 @@ import type { ConfigMap } from 'kubernetes-types/core/v1.js';
 import type { KubeClient } from '../kube/client.ts';
 import { ApiError } from '../kube/errors.ts';
 import type { KubeObject } from '../kube/object.ts';
-import { policyKey } from '../model/store-objects.ts';
+import { policyKey } from '../vocabulary/store-objects.ts';
 import type { LeaseRef as ObjectName } from './lease-address.ts';
 import type { SeedRead } from './tenant-policy-seed.ts';
 

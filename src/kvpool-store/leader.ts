@@ -7,6 +7,7 @@ import { KubeClient } from '../kube/client.ts';
 import { hostPort } from '../kube/host-port.ts';
 import { asksToStepDown, LeaderElector, type TermEnd } from '../kube/leader-election.ts';
 import { type Logger, log } from '../kube/log.ts';
+import { shutdownRequested } from '../kube/shutdown.ts';
 import { Child, describeExit, findOnPath } from './child.ts';
 import { LeaderStatus } from './leader-status.ts';
 import type { LeaseRef } from './lease-address.ts';
@@ -16,7 +17,6 @@ import { startMetricsProxy } from './metrics-proxy.ts';
 import { type PodIdentity, podFromEnv } from './pod-identity.ts';
 import { startProbeServer } from './probe-server.ts';
 import { readSeedConfigMap } from './seed-configmap.ts';
-import { shutdownRequested } from './shutdown.ts';
 import { policyFromApi, seedTenantPolicy, writeTenantPolicy } from './tenant-policy-seed.ts';
 
 export interface LeaderOptions {

@@ -1,4 +1,4 @@
-// Taking, keeping and releasing a reuse domain's claim (src/model/domain-claims.ts) on the apiserver.
+// Taking, keeping and releasing a reuse domain's claim (src/vocabulary/domain-claims.ts) on the apiserver.
 // Every write is conditional (create if absent, update or delete at a resourceVersion), so admission on
 // any replica and the pool controller may race without two Bindings ever holding one domain.
 import type { KVCachePoolBinding } from '../api/types.ts';
@@ -13,8 +13,8 @@ import {
   judgeClaim,
   renderClaim,
   takeOverClaim,
-} from '../model/domain-claims.ts';
-import { workerApiVersion } from '../model/identity.ts';
+} from '../vocabulary/domain-claims.ts';
+import { workerApiVersion } from '../vocabulary/identity.ts';
 
 export interface ClaimRequest {
   client: KubeClient;
