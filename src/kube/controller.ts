@@ -1,5 +1,6 @@
 // A level-triggered controller: informers map events to keys, a work queue de-duplicates them, and
 // workers run the reconcile function with backoff on error and delayed requeue on request.
+import { type Clock, realClock } from './clock.ts';
 import { type Informer, type InformerEvent, objectKey } from './informer.ts';
 import { type Logger, log } from './log.ts';
 import {
@@ -28,6 +29,8 @@ export interface ControllerOptions {
   /** Workers; a key still never runs concurrently with itself. */
   concurrency?: number;
   rateLimits?: Partial<RateLimits>;
+  /** The queue's delays and the reconcile durations run on it. */
+  clock?: Clock;
 }
 
 export class Controller {
@@ -35,13 +38,15 @@ export class Controller {
   readonly queue: WorkQueue;
   private readonly options: ControllerOptions;
   private readonly logger: Logger;
+  private readonly clock: Clock;
   private workers: Promise<void>[] = [];
   private started = false;
 
   constructor(options: ControllerOptions) {
     this.options = options;
     this.name = options.name;
-    this.queue = new WorkQueue(options.rateLimits, options.name);
+    this.clock = options.clock ?? realClock;
+    this.queue = new WorkQueue(options.rateLimits, options.name, this.clock);
     this.logger = log.child({ controller: options.name });
   }
 
@@ -82,7 +87,7 @@ export class Controller {
       if (key === undefined) return;
       const labels = { controller: this.name };
       activeWorkers.inc(labels);
-      const started = performance.now();
+      const started = this.clock.now();
       try {
         const result = await this.options.reconcile(key);
         this.queue.forget(key);
@@ -101,7 +106,7 @@ export class Controller {
         );
         this.queue.addRateLimited(key);
       } finally {
-        reconcileTime.observe(labels, (performance.now() - started) / 1000);
+        reconcileTime.observe(labels, (this.clock.now() - started) / 1000);
         activeWorkers.dec(labels);
         this.queue.done(key);
       }

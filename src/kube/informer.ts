@@ -1,9 +1,9 @@
 // List+watch of one kind into an indexed cache. It tracks resourceVersions (bookmarks included),
 // relists on 410 Gone, retries every error with jittered backoff, re-delivers the cache periodically
 // (resync), and reports its health. It never stops on its own: only stop() ends it.
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Status } from 'kubernetes-types/meta/v1.js';
 import type { KubeClient, ObjectList } from './client.ts';
+import { type Clock, pause, realClock, type Timer } from './clock.ts';
 import { ApiError } from './errors.ts';
 import { log } from './log.ts';
 import { watchRestarts } from './metrics.ts';
@@ -27,11 +27,14 @@ export interface InformerOptions<T> {
   /** Server-side watch timeout range in seconds; each watch picks a random value in it. */
   watchTimeoutSeconds?: [number, number];
   pageSize?: number;
+  /** The retry waits, the resync period and the idle limit of a watch run on it. */
+  clock?: Clock;
 }
 
 export interface InformerHealth {
   synced: boolean;
   watching: boolean;
+  /** When the last watch event came, in ms since the epoch (a wall-clock report, not a timer). */
   lastEventAt: number | undefined;
   restarts: number;
   lastError: string | undefined;
@@ -66,7 +69,7 @@ export class Informer<T extends KubeObject = KubeObject> implements RunnableInfo
   private resourceVersion: string | undefined;
   private abort: AbortController | undefined;
   private running: Promise<void> | undefined;
-  private resyncTimer: NodeJS.Timeout | undefined;
+  private resyncTimer: Timer | undefined;
   private stopped = false;
   /** Ends a wait between failed watches. */
   private readonly stopping = new AbortController();
@@ -78,10 +81,12 @@ export class Informer<T extends KubeObject = KubeObject> implements RunnableInfo
     lastError: undefined,
   };
   private readonly logger;
+  private readonly clock: Clock;
 
   constructor(client: KubeClient, options: InformerOptions<T>) {
     this.client = client;
     this.options = options;
+    this.clock = options.clock ?? realClock;
     for (const name of Object.keys(options.indexers ?? {})) this.indexes.set(name, new Map());
     this.logger = log.child({
       informer: options.kind,
@@ -108,17 +113,19 @@ export class Informer<T extends KubeObject = KubeObject> implements RunnableInfo
   start(): void {
     if (this.running) return;
     this.running = this.run();
-    if (this.options.resyncMs) {
-      this.resyncTimer = setInterval(() => {
-        for (const obj of this.cache.values()) this.emit('resync', obj);
-      }, this.options.resyncMs);
-      this.resyncTimer.unref();
-    }
+    if (this.options.resyncMs) this.scheduleResync(this.options.resyncMs);
+  }
+
+  private scheduleResync(periodMs: number): void {
+    this.resyncTimer = this.clock.after(periodMs, () => {
+      this.scheduleResync(periodMs);
+      for (const obj of this.cache.values()) this.emit('resync', obj);
+    });
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.resyncTimer);
+    this.resyncTimer?.cancel();
     this.abort?.abort();
     this.stopping.abort();
     await this.running;
@@ -175,7 +182,7 @@ export class Informer<T extends KubeObject = KubeObject> implements RunnableInfo
           { err: this.healthState.lastError, retryInMs: Math.round(delay) },
           'watch failed; retrying',
         );
-        await sleep(delay, undefined, { signal: this.stopping.signal }).catch(() => {});
+        await pause(this.clock, delay, this.stopping.signal);
         backoffMs = Math.min(backoffMs * 2, 30_000);
       }
     }
@@ -230,7 +237,8 @@ export class Informer<T extends KubeObject = KubeObject> implements RunnableInfo
     if (this.stopped) return;
     // A stream that goes quiet past the server's own timeout is dead: abort it and start over.
     const idleLimitMs = (timeoutSeconds + 30) * 1000;
-    let idle = setTimeout(() => this.abort?.abort(), idleLimitMs);
+    const idleTimer = () => this.clock.after(idleLimitMs, () => this.abort?.abort(), { keepAlive: true });
+    let idle = idleTimer();
     try {
       const res = await this.client.send('GET', await this.collectionPath(), {
         query: {
@@ -250,12 +258,12 @@ export class Informer<T extends KubeObject = KubeObject> implements RunnableInfo
       this.healthState.lastError = undefined;
       const lines = new WatchLines();
       for await (const chunk of res.body) {
-        clearTimeout(idle);
-        idle = setTimeout(() => this.abort?.abort(), idleLimitMs);
+        idle.cancel();
+        idle = idleTimer();
         for (const line of lines.push(chunk)) this.apply(JSON.parse(line) as WatchEvent<T>);
       }
     } finally {
-      clearTimeout(idle);
+      idle.cancel();
       this.healthState.watching = false;
     }
   }

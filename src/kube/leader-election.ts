@@ -5,9 +5,9 @@
 // monotonic clock, whatever its calls are doing: every call is bounded by that moment, and a new
 // renewal starts every retry period even while an older one hangs. A renewal is one JSON patch that
 // tests the leader's own term. Timing rules: lease-timing.ts.
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { KubeClient } from './client.ts';
+import { type Clock, pause, realClock, timeoutSignal } from './clock.ts';
 import { ApiError } from './errors.ts';
 import {
   attemptBudgetMs,
@@ -29,6 +29,8 @@ export interface LeaderElectionOptions extends Partial<LeaseTimings> {
   identity: string;
   /** Whether the Lease asks this candidate to step down: a leader ends its term, a candidate waits. */
   askedToStepDown?: (lease: KubeObject<Lease>) => boolean;
+  /** Every wait, call budget and judgement of a Lease's age runs on it. */
+  clock?: Clock;
 }
 
 /** How a term ended: renewals failed until the deadline, another holder, asked to step down, or stop(). */
@@ -68,9 +70,11 @@ export class LeaderElector {
   private leading = false;
   private sentAt: number | undefined;
   private readonly logger;
+  private readonly clock: Clock;
 
   constructor(client: KubeClient, options: LeaderElectionOptions) {
     this.client = client;
+    this.clock = options.clock ?? realClock;
     this.options = { ...defaultTimings, ...options };
     const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = this.options;
     this.timings = { leaseDurationMs, renewDeadlineMs, retryPeriodMs };
@@ -90,7 +94,7 @@ export class LeaderElector {
   }
 
   /** The Lease's age and time left to lead on it, while leading; undefined otherwise. */
-  freshness(now = performance.now()) {
+  freshness(now = this.clock.now()) {
     return this.leading && this.sentAt !== undefined
       ? leaseFreshness(now, this.sentAt, this.timings)
       : undefined;
@@ -99,7 +103,7 @@ export class LeaderElector {
   /** Campaigns until this candidate leads; resolves false if stop() came first. */
   async acquire(): Promise<boolean> {
     while (!this.stopped) {
-      const start = performance.now();
+      const start = this.clock.now();
       if ((await this.track(this.attempt(attemptBudgetMs(start, this.timings)))) === 'leading') {
         this.leading = true;
         this.sentAt = start;
@@ -124,7 +128,7 @@ export class LeaderElector {
       wake();
     };
     while (!end && !this.stopped) {
-      const now = performance.now();
+      const now = this.clock.now();
       const standDown = standDownAt(this.sentAt ?? now, this.timings);
       if (now >= standDown) {
         end = 'lost';
@@ -143,11 +147,12 @@ export class LeaderElector {
       await new Promise<void>((resolve) => {
         const signal = this.stopping.signal;
         const done = () => {
-          clearTimeout(timer);
+          timer.cancel();
           signal.removeEventListener('abort', done);
           resolve();
         };
-        const timer = setTimeout(done, Math.min(nextRenewalDelayMs(this.timings, failing), standDown - now));
+        const delay = Math.min(nextRenewalDelayMs(this.timings, failing), standDown - now);
+        const timer = this.clock.after(delay, done, { keepAlive: true });
         signal.addEventListener('abort', done, { once: true });
         wake = done;
       });
@@ -176,13 +181,13 @@ export class LeaderElector {
     await this.emptyHolder();
   }
 
-  /** The moment the last term had to end by (performance.now() clock), to bound a graceful stop. */
+  /** The moment the last term had to end by (on the elector's clock), to bound a graceful stop. */
   get standDown(): number | undefined {
     return this.sentAt === undefined ? undefined : standDownAt(this.sentAt, this.timings);
   }
 
   private async emptyHolder(): Promise<void> {
-    const signal = AbortSignal.timeout(releaseBudgetMs);
+    const { signal, timer } = timeoutSignal(this.clock, releaseBudgetMs);
     try {
       const current = await this.find(signal);
       if (!current || current.spec?.holderIdentity !== this.options.identity) return;
@@ -199,6 +204,8 @@ export class LeaderElector {
       this.logger.info('released the lease');
     } catch (err) {
       this.logger.warn({ err: String(err) }, 'could not release the lease; it expires on its own');
+    } finally {
+      timer.cancel();
     }
   }
 
@@ -206,8 +213,8 @@ export class LeaderElector {
     return this.stopping.signal.aborted;
   }
 
-  private async pause(ms: number): Promise<void> {
-    await sleep(ms, undefined, { signal: this.stopping.signal }).catch(() => {});
+  private pause(ms: number): Promise<void> {
+    return pause(this.clock, ms, this.stopping.signal);
   }
 
   private track(attempt: Promise<Outcome>): Promise<Outcome> {
@@ -264,14 +271,16 @@ export class LeaderElector {
 
   /** One acquire-or-renew within `budgetMs`; the call is abandoned after it, or on stop(). */
   private async attempt(budgetMs: number): Promise<Outcome> {
+    const budget = timeoutSignal(this.clock, Math.ceil(budgetMs));
     try {
-      const signal = AbortSignal.any([AbortSignal.timeout(Math.ceil(budgetMs)), this.stopping.signal]);
-      return await this.acquireOrRenew(signal);
+      return await this.acquireOrRenew(AbortSignal.any([budget.signal, this.stopping.signal]));
     } catch (err) {
       if (!(err instanceof ApiError && (err.isConflict || err.isAlreadyExists)) && !this.stopped) {
         this.logger.warn({ err: String(err) }, 'lease request failed');
       }
       return 'failed';
+    } finally {
+      budget.timer.cancel();
     }
   }
 
@@ -316,14 +325,14 @@ export class LeaderElector {
       spec.acquireTime,
       spec.leaseTransitions,
     ]);
-    if (this.observed?.record !== record) this.observed = { record, at: performance.now() };
+    if (this.observed?.record !== record) this.observed = { record, at: this.clock.now() };
     const mine = spec.holderIdentity === me;
     this.asked = this.options.askedToStepDown?.(current) ?? false;
     if (this.asked) return mine ? 'asked' : 'held';
     const heldByOther = Boolean(spec.holderIdentity) && !mine;
     if (heldByOther) {
       const expired = heldRecordExpired(
-        performance.now(),
+        this.clock.now(),
         this.observed.at,
         spec.leaseDurationSeconds ?? seconds,
       );

@@ -31,7 +31,7 @@ export class WorkQueue {
   private readonly timers = new Map<string, { at: number; timer: Timer }>();
   private readonly waiters: ((key: string | undefined) => void)[] = [];
   private readonly limits: RateLimits;
-  /** Backoff delays and the token bucket run on it; the metrics' durations stay on the real clock. */
+  /** Backoff delays, the token bucket and the metrics' durations run on it. */
   private readonly clock: Clock;
   private tokens: number;
   private tokensAt: number;
@@ -55,7 +55,7 @@ export class WorkQueue {
       workqueueRetries.inc(this.labels, 0);
       this.untrack = trackInFlightWork({
         name,
-        runningSeconds: () => [...this.startedAt.values()].map((t) => (performance.now() - t) / 1000),
+        runningSeconds: () => [...this.startedAt.values()].map((t) => (clock.now() - t) / 1000),
       });
     }
   }
@@ -66,7 +66,7 @@ export class WorkQueue {
     this.dirty.add(key);
     if (this.labels) {
       workqueueAdds.inc(this.labels);
-      if (!this.addedAt.has(key)) this.addedAt.set(key, performance.now());
+      if (!this.addedAt.has(key)) this.addedAt.set(key, this.clock.now());
     }
     if (!this.processing.has(key)) this.dispatch(key);
     this.reportDepth();
@@ -87,7 +87,7 @@ export class WorkQueue {
     this.dirty.delete(key);
     this.processing.add(key);
     if (!this.labels) return;
-    const now = performance.now();
+    const now = this.clock.now();
     const added = this.addedAt.get(key);
     if (added !== undefined) workqueueQueueDuration.observe(this.labels, (now - added) / 1000);
     this.addedAt.delete(key);
@@ -160,7 +160,7 @@ export class WorkQueue {
     this.processing.delete(key);
     const started = this.startedAt.get(key);
     if (this.labels && started !== undefined)
-      workqueueWorkDuration.observe(this.labels, (performance.now() - started) / 1000);
+      workqueueWorkDuration.observe(this.labels, (this.clock.now() - started) / 1000);
     this.startedAt.delete(key);
     if (this.dirty.has(key)) this.dispatch(key);
     this.reportDepth();

@@ -3,6 +3,7 @@
 import type { StatusOf, StatusWritten } from '../api/types.ts';
 import { canonicalJson, sha256Hex } from '../kube/canonical-json.ts';
 import { type KubeClient, refOf } from '../kube/client.ts';
+import type { Clock } from '../kube/clock.ts';
 import { eventLoopYielder } from '../kube/event-loop.ts';
 import type { KubeObject } from '../kube/object.ts';
 import { type ChildConflict, type ClaimOptions, claimChild } from '../vocabulary/child-ownership.ts';
@@ -111,12 +112,18 @@ export async function applyStatus<O extends StatusWritten>(
 /**
  * Runs independent writes of one pass `width` at a time (a pool's 1,500 Bindings one after another
  * would take seconds). Every write is attempted; the first failure is thrown once all have settled.
+ * The turns it gives the event loop are timed on `clock` (the real one unless a test steps its own).
  */
-export async function eachWrite<T>(items: readonly T[], work: (item: T) => Promise<unknown>, width = 16) {
+export async function eachWrite<T>(
+  items: readonly T[],
+  work: (item: T) => Promise<unknown>,
+  width = 16,
+  clock?: Pick<Clock, 'now'>,
+) {
   let next = 0;
   let failure: { err: unknown } | undefined;
   // Most items write nothing and settle at once: without turns, admission would wait for the whole loop.
-  const yieldTurn = eventLoopYielder();
+  const yieldTurn = eventLoopYielder(clock);
   const worker = async () => {
     while (next < items.length) {
       await yieldTurn();

@@ -1,32 +1,37 @@
 // eachWrite runs a pass's writes, most of which find nothing to change and settle without any I/O. A
 // thousand of those in a row held the event loop for the whole loop (awaiting a settled promise runs
 // the next item as a microtask), so admission requests waited behind a pass: the loop must give timers
-// and I/O their turn while it runs.
+// and I/O their turn while it runs. The work's time passes on a manual clock, 0.5 ms an item.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { eachWrite } from '../../src/operator-io/apply.ts';
-
-/** Keeps the thread busy for `ms`, as deciding and comparing one status does. */
-function busy(ms: number) {
-  const end = performance.now() + ms;
-  while (performance.now() < end);
-}
+import { ManualClock } from '../support/manual-clock.ts';
 
 describe('eachWrite', () => {
-  it('lets a timer due during a long loop of writes that change nothing run before the loop ends', async () => {
+  it('gives the event loop a turn every 10 ms of a long loop of writes that change nothing', async () => {
+    const clock = new ManualClock();
     const items = Array.from({ length: 400 }, (_, i) => i);
     let done = 0;
-    let doneWhenTimerRan: number | undefined;
-    setTimeout(() => {
-      doneWhenTimerRan = done;
-    }, 0);
-    await eachWrite(items, async () => {
-      busy(0.5);
-      done++;
+    let doneWhenCallbackRan: number | undefined;
+    // Queued for the event loop's next turn, as a request's callback waiting behind the loop would be.
+    setImmediate(() => {
+      doneWhenCallbackRan = done;
     });
-    assert.ok(doneWhenTimerRan !== undefined, 'the timer ran before the loop ended');
-    // A turn every 10 ms of work: the timer runs after about 20 items, whatever the machine's load.
-    assert.ok(doneWhenTimerRan < 100, `the timer ran after ${doneWhenTimerRan} of 400 items`);
+    await eachWrite(
+      items,
+      async () => {
+        clock.advance(0.5); // deciding and comparing one status
+        done++;
+      },
+      16,
+      clock,
+    );
+    assert.ok(doneWhenCallbackRan !== undefined, 'the callback ran before the loop ended');
+    // The first turn comes once 10 ms of work (20 items) passed; the 15 other workers may finish one each.
+    assert.ok(
+      doneWhenCallbackRan >= 20 && doneWhenCallbackRan <= 35,
+      `the callback ran after ${doneWhenCallbackRan} of 400 items`,
+    );
   });
 
   it('still attempts every item and throws the first failure once all settled', async () => {

@@ -9,14 +9,21 @@ import { KubeClient } from '../../src/kube/client.ts';
 import { LeadershipTerm, NotLeading } from '../../src/kube/leadership-term.ts';
 import { closeServer, listen } from '../../src/kube/listen.ts';
 import { StoreAdminClient } from '../../src/store/admin-client.ts';
+import { ManualClock } from '../support/manual-clock.ts';
 
 const received: string[] = [];
 const closed: string[] = [];
+/** Called on every entry the server records. */
+const recorded: (() => void)[] = [];
+const record = (list: string[], entry: string) => {
+  list.push(entry);
+  for (const wake of recorded.splice(0)) wake();
+};
 /** Requests to /hold are answered never: they end when their sender gives up. */
 const server = createServer((req: IncomingMessage, res) => {
-  received.push(`${req.method} ${req.url}`);
+  record(received, `${req.method} ${req.url}`);
   if (req.url?.startsWith('/hold')) {
-    res.once('close', () => closed.push(`${req.method} ${req.url}`));
+    res.once('close', () => record(closed, `${req.method} ${req.url}`));
     return;
   }
   res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
@@ -42,13 +49,14 @@ async function kubeClient(term: LeadershipTerm): Promise<KubeClient> {
   return (await KubeClient.fromKubeConfig(kc)).with({ writeSignal: () => term.signal });
 }
 
+/** Resolves once the server has recorded what `check` looks for. */
 const until = async (check: () => boolean) => {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(check());
+  while (!check()) await new Promise<void>((wake) => recorded.push(wake));
 };
 
 test('a term’s signal aborts when it ends, naming why; before any term and past its deadline no write may start', () => {
-  const term = new LeadershipTerm();
+  const clock = new ManualClock();
+  const term = new LeadershipTerm(clock);
   assert.ok(term.signal.aborted, 'no term has begun');
   term.begin();
   const signal = term.signal;
@@ -58,10 +66,13 @@ test('a term’s signal aborts when it ends, naming why; before any term and pas
   assert.ok(signal.reason instanceof NotLeading);
   assert.equal(signal.reason.message, 'not leading: the operator Lease ended (taken)');
 
-  let deadline = performance.now() - 1;
+  let deadline = 100;
   term.begin(() => deadline);
-  assert.ok(term.signal.aborted, 'a write starting past the deadline is refused');
-  deadline = performance.now() + 60_000;
+  clock.advance(99);
+  assert.equal(term.signal.aborted, false, 'a write may start 1 ms before the deadline');
+  clock.advance(1);
+  assert.ok(term.signal.aborted, 'a write starting at the deadline is refused');
+  deadline = 60_100;
   assert.equal(term.signal.aborted, false, 'a renewal that moved the deadline lets writes start again');
 });
 

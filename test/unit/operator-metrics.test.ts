@@ -11,6 +11,7 @@ import { Controller } from '../../src/kube/controller.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { failedRoutes } from '../../src/store/scrape-metrics.ts';
 import { backend, binding, pool } from '../support/kvcache-fixtures.ts';
+import { ManualClock } from '../support/manual-clock.ts';
 
 /** The value of one sample in the registry's exposition text. */
 async function sample(name: string, labels: Record<string, string>): Promise<number | undefined> {
@@ -29,9 +30,11 @@ describe('controller-runtime families', () => {
   it('counts reconciles by result, errors, time, and the work queue’s adds, retries and durations', async () => {
     let calls = 0;
     let failed = false;
+    const clock = new ManualClock();
     const c = new Controller({
       name: 'metrics-test',
       rateLimits: { baseDelayMs: 1, maxDelayMs: 1 },
+      clock,
       reconcile: async (key) => {
         calls++;
         if (key === 'bad' && !failed) {
@@ -45,7 +48,10 @@ describe('controller-runtime families', () => {
     c.enqueue('good');
     c.enqueue('later');
     c.enqueue('bad');
-    while (calls < 4) await new Promise((r) => setTimeout(r, 5));
+    await clock.runTo(0);
+    assert.equal(calls, 3, 'the failed key waits out its 1 ms backoff');
+    await clock.runTo(1);
+    assert.equal(calls, 4);
     await c.stop();
     const controller = { controller: 'metrics-test' };
     const queue = { name: 'metrics-test', controller: 'metrics-test' };
@@ -68,16 +74,18 @@ describe('controller-runtime families', () => {
 
   it('reports unfinished work while a reconcile runs', async () => {
     let release!: () => void;
+    const clock = new ManualClock();
     const c = new Controller({
       name: 'metrics-slow',
       reconcile: () => new Promise((r) => (release = () => r(undefined))),
+      clock,
     });
     c.start();
     c.enqueue('slow');
-    await new Promise((r) => setTimeout(r, 50));
+    await clock.runTo(50);
     const queue = { name: 'metrics-slow', controller: 'metrics-slow' };
-    assert.ok((await sample('workqueue_longest_running_processor_seconds', queue))! >= 0.04);
-    assert.ok((await sample('workqueue_unfinished_work_seconds', queue))! >= 0.04);
+    assert.equal(await sample('workqueue_longest_running_processor_seconds', queue), 0.05);
+    assert.equal(await sample('workqueue_unfinished_work_seconds', queue), 0.05);
     assert.equal(await sample('controller_runtime_active_workers', { controller: 'metrics-slow' }), 1);
     release();
     await c.stop();

@@ -100,10 +100,14 @@ describe('WorkQueue', () => {
     assert.equal(q.depth, 0, 'the key is added once');
   });
 
-  it('fires a delayed add on the real clock by default', async () => {
+  it('fires a delayed add on the real clock by default', async (t) => {
+    // The real clock's timers, faked: the default is wired to setTimeout without waiting on it.
+    t.mock.timers.enable({ apis: ['setTimeout'] });
     const q = new WorkQueue();
-    q.addAfter('a', 1);
+    q.addAfter('a', 1000);
+    t.mock.timers.tick(999);
     assert.equal(q.depth, 0);
+    t.mock.timers.tick(1);
     assert.equal(await q.get(), 'a');
     q.shutDown();
   });
