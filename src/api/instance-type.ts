@@ -1,4 +1,4 @@
-// InstanceType: a class of node a role runs on (cluster-scoped). ModelDeployment spec §4.
+// InstanceType: a class of node a role runs on (cluster-scoped); docs/on-your-cluster.md has an example.
 import { cel, phaseFields, Quantity, type Static, Type } from './schema.ts';
 
 const forDisplay = 'Informational: this operator reads it nowhere.';

@@ -28,7 +28,10 @@ export interface KindDefinition {
   scope: 'Namespaced' | 'Cluster';
   /** What one object of the kind is: the root description `kubectl explain <kind>` prints. */
   description: string;
-  /** Names `kubectl get <category>` lists the kind under (docs/decisions: resource categories). */
+  /**
+   * Names `kubectl get <category>` lists the kind under
+   * (docs/decisions/0014-resource-categories-and-field-descriptions.md).
+   */
   categories: readonly string[];
   spec: TSchema;
   status?: TSchema;

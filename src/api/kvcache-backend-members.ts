@@ -1,4 +1,4 @@
-// A managed KVCacheBackend's member groups (KV-cache spec §1.1, §7): per-node segments and the optional
+// A managed KVCacheBackend's member groups (docs/concepts.md, Backend): per-node segments and the optional
 // disk tier. The rules CEL can judge live here; position, extraArgs and label rules in the webhook.
 
 import {

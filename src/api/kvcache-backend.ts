@@ -1,5 +1,5 @@
-// KVCacheBackend: the store itself (cluster-scoped). Field rules restate the KV-cache spec §1.1/§3.1;
-// the rules CEL can judge live here (and in the connection and member files), the rest in the webhook.
+// KVCacheBackend: the store itself (cluster-scoped; docs/concepts.md, Backend). Of its field rules,
+// the ones CEL can judge live here (and in the connection and member files), the rest in the webhook.
 import { DisplayFigures } from './display.ts';
 import { Connection } from './kvcache-backend-connection.ts';
 import {

@@ -1,4 +1,4 @@
-// KVCachePoolBinding: one namespace's grant on a pool, and its reuse domain. KV-cache spec §1.3/§3.3.
+// KVCachePoolBinding: one namespace's grant on a pool, and its reuse domain (docs/concepts.md).
 
 import { DisplayFigures } from './display.ts';
 import { hitRatePattern } from './kvcache-pool.ts';

@@ -1,4 +1,4 @@
-// KVCachePool: how much of one backend may be handed out (cluster-scoped). KV-cache spec §1.2/§3.2.
+// KVCachePool: how much of one backend may be handed out (cluster-scoped; docs/concepts.md, Pool).
 import { DisplayFigures } from './display.ts';
 import {
   AtomicList,

@@ -1,5 +1,5 @@
-// One role of a ModelDeployment (ModelDeployment spec §1.2): rendered as a Deployment `<md>-<role>`
-// and a Service of the same name (docs/decisions/0008).
+// One role of a ModelDeployment: rendered as a Deployment `<md>-<role>` and a Service of the same name
+// (docs/decisions/0008-modeldeployment-workloads.md).
 import type { Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
 import {
   AtomicList,
@@ -18,7 +18,10 @@ export const roleKinds = ['Server', 'Prefill', 'Decode'] as const;
 
 const notActedOn = 'Stored, but this operator does not act on it yet.';
 
-/** Why a role may not ask for what Pod Security 'baseline' forbids (docs/decisions/0029). */
+/**
+ * Why a role may not ask for what Pod Security 'baseline' forbids:
+ * docs/decisions/0029-modeldeployment-is-not-a-deputy.md.
+ */
 const baselineRule =
   "the operator creates engine Pods with its own rights, so a ModelDeployment may not ask for what Pod Security 'baseline' forbids";
 const ownDeployment =

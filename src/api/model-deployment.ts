@@ -1,4 +1,4 @@
-// ModelDeployment: a served model and its roles (namespaced). ModelDeployment spec §1; KV-cache spec §1.4/§3.4.
+// ModelDeployment: a served model and its roles (namespaced); docs/concepts.md, Workloads.
 import { Role, roleKinds } from './model-deployment-role.ts';
 import { PoolPrefixStatus } from './pool-prefix.ts';
 import { AtomicList, cel, immutable, MapList, phaseFields, type Static, StringEnum, Type } from './schema.ts';

@@ -1,5 +1,6 @@
 // `status.poolPrefix` of ModelDeployments and Bindings: prompt tokens the engines loaded from the pool
-// instead of computing them, as the engines themselves count them (docs/decisions/0027).
+// instead of computing them, as the engines themselves count them
+// (docs/decisions/0027-engine-observation-contract.md).
 import { hitRatePattern } from './kvcache-pool.ts';
 import { type Static, Type } from './schema.ts';
 

@@ -167,7 +167,8 @@ export type UsedByEntry = Static<typeof UsedByEntry>;
 /**
  * The objects that use a provider; `description` says which kind and what they hold up. Atomic: the
  * status has one writer, and a pool's list of a thousand Bindings merged per item made each status
- * write several times slower on the apiserver (see docs/decisions).
+ * write several times slower on the apiserver: see
+ * docs/decisions/0037-writes-in-parallel-within-a-pass-and-atomic-status-lists.md.
  */
 export function UsedBy(description: string) {
   return AtomicList(UsedByEntry, 1024, { description });

@@ -1,5 +1,5 @@
 // injectCache: attach one engine container to a shared cache. Used by the ModelDeployment renderer
-// and the Pod injection webhook alike, so both write exactly the same keys (KV-cache spec §6.2).
+// and the Pod injection webhook alike, so both write exactly the same keys.
 import type { Container, EnvVar, Volume } from 'kubernetes-types/core/v1.js';
 import { defaultEnv, overwriteEnv, replaceMount, replaceVolume } from './env.ts';
 import {

@@ -1,5 +1,5 @@
 // Which program a Pod's container launches, so the injected flags reach the engine's own parser.
-// KV-cache spec §6.4: accepted entry points, transparent launchers, and what is refused.
+// Accepted entry points, transparent launchers and what is refused: docs/on-your-cluster.md.
 import { type EngineFamily, engineDisplayNames, engineEntryPoints, isVllmFamily } from './types.ts';
 
 export type LaunchVerdict = { ok: true; program: string } | { ok: false; message: string };

@@ -1,5 +1,5 @@
 // Flags and env names the operator renders per engine, and the admission check that refuses them in
-// a role's extraArgs/env in every spelling the engine parses. KV-cache spec §3.4.
+// a role's extraArgs/env in every spelling the engine parses.
 import { flagKey } from './argv.ts';
 import { loadFailurePolicySetBy, policyArgRefusal } from './load-failure-policy.ts';
 import { tenantEnvName } from './tenant-naming.ts';
@@ -24,7 +24,7 @@ export interface OwnedKeyOptions {
   firstFlag?: number;
   /**
    * A ModelDeployment role (every key the operator renders), or an opted-in Pod, where only the keys
-   * the injection itself writes are refused (§6.4): the rest of the Mooncake env is overwritten in place.
+   * the injection itself writes are refused: the rest of the Mooncake env is overwritten in place.
    */
   scope?: 'role' | 'pod';
 }

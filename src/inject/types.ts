@@ -1,4 +1,4 @@
-// The cache a container is attached to and the record of an injection (KV-cache spec §6); the
+// The cache a container is attached to and the record of an injection; the
 // containers, env, volumes and mounts it edits are kubernetes-types' core/v1 kinds.
 
 export type EngineFamily = 'vllm' | 'vllm-ascend' | 'sglang';
@@ -19,7 +19,8 @@ export interface CacheConnection {
 
 /**
  * vLLM's kv_load_failure_policy: `recompute` computes what a failed or stalled load would have brought;
- * `fail` (vLLM's own default) answers the request with an error. See docs/decisions/0028.
+ * `fail` (vLLM's own default) answers the request with an error. See
+ * docs/decisions/0028-degrade-never-fail.md.
  */
 export type LoadFailurePolicy = 'recompute' | 'fail';
 export const loadFailurePolicies: readonly LoadFailurePolicy[] = ['recompute', 'fail'];
@@ -57,7 +58,7 @@ export const engineDisplayNames: Record<EngineFamily, string> = {
   sglang: 'SGLang',
 };
 
-/** The entry point the injection expects per engine (KV-cache spec §6.4). */
+/** The entry point the injection expects per engine, optionally behind transparent launchers (launch.ts). */
 export const engineEntryPoints: Record<EngineFamily, string> = {
   vllm: 'vllm',
   'vllm-ascend': 'vllm',

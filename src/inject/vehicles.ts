@@ -1,5 +1,5 @@
 // The two ways an engine learns where its cache is: a mounted client-config file (vLLM family) or
-// environment variables (SGLang). KV-cache spec §6.2.
+// environment variables (SGLang), as docs/on-your-cluster.md lists under "Your own engine Pods".
 import type { EnvVar, Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
 import { hasFlag } from './argv.ts';
 import {

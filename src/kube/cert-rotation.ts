@@ -4,7 +4,8 @@
 // apiserver reads webhook configurations through its own watch, so serving a certificate from a CA
 // it has not loaded yet would fail every admission call in between. The wait counts from when every
 // CA bundle, read back from the apiserver, was seen to carry the staged CA, never from when it was
-// staged: a patch refused or not yet made must not start it (docs/decisions/0016).
+// staged: a patch refused or not yet made must not start it
+// (docs/decisions/0016-leader-writes-webhook-certificates.md).
 
 export interface RotationPolicy {
   caValidDays: number;

@@ -1,7 +1,7 @@
 // How `kubectl kvpool top` reaches a store from outside the cluster: a managed backend's serving
 // leader Pod through the API server's Pod proxy (the caller's own RBAC: pods/proxy in the store's
-// namespace), an external backend's Admin endpoint directly. See docs/decisions on reaching the store
-// from the plugin.
+// namespace), an external backend's Admin endpoint directly. See
+// docs/decisions/0024-kubectl-kvpool-reaches-the-store.md.
 import type { KVCacheBackend } from '../api/types.ts';
 import type { KubeClient } from '../kube/client.ts';
 import {

@@ -22,7 +22,7 @@ import {
   validatingConfigurationName,
   type WebhookReach,
 } from '../webhooks/configuration.ts';
-import { applyWebhookConfigurations, registerWebhookHandlers } from '../webhooks/index.ts';
+import { applyWebhookConfigurations, type Hooks, registerWebhookHandlers } from '../webhooks/index.ts';
 import { operatorDefaults } from './defaults.ts';
 
 export interface OperatorStartOptions {
@@ -95,17 +95,6 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
   };
   const server = new WebhookServer();
   const hooks = registerWebhookHandlers(server, ctx);
-  const certificates = o.webhook
-    ? new WebhookCertificates(writer, {
-        namespace: o.namespace,
-        secretName: o.webhook.secretName ?? d.webhook.secret,
-        hosts: o.webhook.hosts,
-        validatingConfigurations: [validatingConfigurationName],
-        mutatingConfigurations: [mutatingConfigurationName],
-        external: o.webhook.externalCertificates ?? false,
-      })
-    : undefined;
-  const reach = o.webhook?.reach;
   const manager = new Manager({
     client,
     term,
@@ -113,25 +102,7 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
     leaderElection: o.leaderElection,
     ...(o.onLostLeadership ? { onLostLeadership: o.onLostLeadership } : {}),
     healthPort: o.healthPort,
-    ...(o.webhook && certificates && reach
-      ? {
-          webhook: {
-            server,
-            certificates,
-            port: o.webhook.port,
-            host: o.webhook.host,
-            refreshMs: o.webhook.refreshMs,
-            ...(o.webhook.register
-              ? {
-                  onLeaderCertificates: async (caBundle: string) => {
-                    await applyWebhookConfigurations(writer, hooks, reach, caBundle);
-                    log.info('admission webhooks registered');
-                  },
-                }
-              : {}),
-          },
-        }
-      : {}),
+    ...webhookServing(o, writer, server, hooks),
   });
   registerControllers(manager, ctx, {
     observeIntervalMs: o.observeIntervalMs ?? d.observeIntervalMs,
@@ -147,6 +118,45 @@ export async function startOperator(o: OperatorStartOptions): Promise<RunningOpe
       ctx.store.stop();
       ctx.replicas.stop();
       await admissionClient.close();
+    },
+  };
+}
+
+/** The Manager's admission serving: its certificates, and the configurations when the leader applies them. */
+function webhookServing(
+  o: OperatorStartOptions,
+  writer: KubeClient,
+  server: WebhookServer,
+  hooks: Hooks,
+): Pick<ManagerOptions, 'webhook'> {
+  const d = operatorDefaults;
+  const certificates = o.webhook
+    ? new WebhookCertificates(writer, {
+        namespace: o.namespace,
+        secretName: o.webhook.secretName ?? d.webhook.secret,
+        hosts: o.webhook.hosts,
+        validatingConfigurations: [validatingConfigurationName],
+        mutatingConfigurations: [mutatingConfigurationName],
+        external: o.webhook.externalCertificates ?? false,
+      })
+    : undefined;
+  const reach = o.webhook?.reach;
+  if (!o.webhook || !certificates || !reach) return {};
+  return {
+    webhook: {
+      server,
+      certificates,
+      port: o.webhook.port,
+      host: o.webhook.host,
+      refreshMs: o.webhook.refreshMs,
+      ...(o.webhook.register
+        ? {
+            onLeaderCertificates: async (caBundle: string) => {
+              await applyWebhookConfigurations(writer, hooks, reach, caBundle);
+              log.info('admission webhooks registered');
+            },
+          }
+        : {}),
     },
   };
 }

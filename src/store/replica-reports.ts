@@ -1,7 +1,7 @@
 // What engine replicas report about the store, read from their own /metrics under the names real
-// engines export (docs/decisions/0027): vLLM's MooncakeStoreConnector counters and external
-// prefix-cache counters, SGLang's HiCache storage counters. A figure no replica exports stays absent,
-// never 0.
+// engines export (docs/decisions/0027-engine-observation-contract.md): vLLM's MooncakeStoreConnector
+// counters and external prefix-cache counters, SGLang's HiCache storage counters. A figure no replica
+// exports stays absent, never 0.
 import { request } from 'undici';
 import { type Families, parsePrometheusText } from './prometheus.ts';
 

@@ -1,6 +1,7 @@
 // What a ModelDeployment role may not ask for, since the operator creates its engine Pods with its own
-// rights: the fields Pod Security 'baseline' forbids that a role can carry (docs/decisions/0029).
-// Admission refuses them and the renderer will not render them (a deployment stored before the rule).
+// rights: the fields Pod Security 'baseline' forbids that a role can carry
+// (docs/decisions/0029-modeldeployment-is-not-a-deputy.md). Admission refuses them and the renderer
+// will not render them (a deployment stored before the rule).
 
 import type { ModelDeploymentRole } from '../api/model-deployment.ts';
 import { hostPathRefusal, privilegedRefusal } from '../api/model-deployment-role.ts';

@@ -1,5 +1,5 @@
 // What a ModelDeployment role runs, as the controller renders it and admission judges it: its engine
-// family, whether it takes over its argv, and the port it serves on (ModelDeployment spec §1.4).
+// family, whether it takes over its argv, and the port it serves on.
 import type { ModelDeploymentRole } from '../api/model-deployment.ts';
 import type { InstanceType, ModelDeployment } from '../api/types.ts';
 import type { EngineFamily } from '../inject/types.ts';

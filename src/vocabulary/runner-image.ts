@@ -1,4 +1,4 @@
-// The engine image a role runs when it names none (ModelDeployment spec §1.4): the published runner tag
+// The engine image a role runs when it names none (decision 20): the published runner tag
 // `gpustack/runner:<backend><runtimeVersion>-<engine><version>`, e.g. `gpustack/runner:cuda12.9-vllm0.29.0`.
 // The backend comes from the InstanceType's manufacturer, the runtime version from the lowest
 // `acceleratable.feature.gpustack.ai/<manufacturer>.runtime-version` label on the InstanceType's nodes.

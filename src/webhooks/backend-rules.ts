@@ -1,4 +1,4 @@
-// KVCacheBackend admission rules the CRD schema and its CEL rules cannot express (spec §3.1). Pure: the
+// KVCacheBackend admission rules the CRD schema and its CEL rules cannot express. Pure: the
 // webhook handler passes the object, the old object on update, and the Settings it needs.
 
 import { storeImageExample } from '../api/setting.ts';

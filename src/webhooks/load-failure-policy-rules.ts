@@ -1,5 +1,6 @@
-// Admission of what a failed or stalled load from the store does (docs/decisions/0028): vLLM is given
-// recompute; `fail` only on purpose, by the annotation. Shared by ModelDeployments and injected Pods. Pure.
+// Admission of what a failed or stalled load from the store does (docs/decisions/0028-degrade-never-fail.md):
+// vLLM is given recompute; `fail` only on purpose, by the annotation. Shared by ModelDeployments and
+// injected Pods. Pure.
 import { storeTransferConfig } from '../inject/load-failure-policy.ts';
 import {
   type EngineFamily,

@@ -1,5 +1,7 @@
-// ModelDeployment admission rules the schema cannot judge (ModelDeployment spec §1.2, KV-cache spec
-// §3.4). Pure: the handler passes the InstanceTypes and the protocols of the pool a new Binding uses.
+// ModelDeployment admission rules the schema cannot judge: a role's shape, and the engine arguments the
+// operator renders itself. Pure: the handler passes the InstanceTypes and the protocols of the pool a
+// new Binding uses.
+import type { ModelDeploymentRole } from '../api/model-deployment.ts';
 import type { InstanceType, ModelDeployment } from '../api/types.ts';
 import { flagValue } from '../inject/argv.ts';
 import { findOwnedKeyRefusals } from '../inject/owned-keys.ts';
@@ -76,6 +78,37 @@ function checkRole(
   const role = md.spec.roles[i]!;
   const field = `spec.roles[${i}]`;
   const type = ctx.instanceTypes.get(role.instanceType);
+  checkRoleShape(md, role, field, type, f);
+  const engine = familyOf(md, type);
+  const blockSize = ctx.domainBlockSize;
+  // Only the CPU runner is known to be vLLM's CPU build; a named image is the user's to know.
+  const cpuRunner = type && !type.spec.acceleratable && !role.image && !md.spec.engine.image;
+  if (cpuRunner && engine === 'vllm' && md.spec.kvCache && blockSize !== undefined) {
+    if (blockSize % cpuBlockMultiple !== 0)
+      f.errors.push(
+        `${field}.instanceType: InstanceType ${type.metadata.name} has no accelerator, so the role runs the CPU runner, and vLLM's CPU attention needs a block size that is a multiple of ${cpuBlockMultiple}, but KVCachePoolBinding ${md.spec.kvCache.poolRef.name}'s domain cuts blocks of ${blockSize} tokens (the engine would exit at start-up); reference a Binding whose spec.domain.blockSize is a multiple of ${cpuBlockMultiple} (for example 64), or use an InstanceType with an accelerator`,
+      );
+  }
+  if (isTakeOver(role)) {
+    const ref = md.spec.kvCache?.poolRef.name;
+    const kvCache = ref ? { binding: ref, ...(ctx.tenant ? { tenant: ctx.tenant } : {}) } : undefined;
+    f.errors.push(...takeOverTenantRefusals(role, field, kvCache));
+    const policy = takeOverPolicyFindings(engine, role.command!, field, md.metadata.annotations);
+    f.errors.push(...policy.errors);
+    f.warnings.push(...policy.warnings);
+    return;
+  }
+  checkManagedArgs(md, i, engine, ctx, f);
+}
+
+/** What any role must be: one Pod per replica, an image to run, no field the baseline level forbids. */
+function checkRoleShape(
+  md: ModelDeployment,
+  role: ModelDeploymentRole,
+  field: string,
+  type: InstanceType | undefined,
+  f: AdmissionFindings,
+): void {
   if ((role.size ?? 1) > 1) {
     f.errors.push(
       `${field}.size: ${role.size} Pods per replica is not supported by this operator; use size 1 and scale with replicas`,
@@ -101,25 +134,18 @@ function checkRole(
     if (reservedEnv.includes(e.name))
       f.errors.push(`${field}.env[${j}]: ${e.name} is reserved for the operator; remove it`);
   });
-  const engine = familyOf(md, type);
-  const blockSize = ctx.domainBlockSize;
-  // Only the CPU runner is known to be vLLM's CPU build; a named image is the user's to know.
-  const cpuRunner = type && !type.spec.acceleratable && !role.image && !md.spec.engine.image;
-  if (cpuRunner && engine === 'vllm' && md.spec.kvCache && blockSize !== undefined) {
-    if (blockSize % cpuBlockMultiple !== 0)
-      f.errors.push(
-        `${field}.instanceType: InstanceType ${type.metadata.name} has no accelerator, so the role runs the CPU runner, and vLLM's CPU attention needs a block size that is a multiple of ${cpuBlockMultiple}, but KVCachePoolBinding ${md.spec.kvCache.poolRef.name}'s domain cuts blocks of ${blockSize} tokens (the engine would exit at start-up); reference a Binding whose spec.domain.blockSize is a multiple of ${cpuBlockMultiple} (for example 64), or use an InstanceType with an accelerator`,
-      );
-  }
-  if (isTakeOver(role)) {
-    const ref = md.spec.kvCache?.poolRef.name;
-    const kvCache = ref ? { binding: ref, ...(ctx.tenant ? { tenant: ctx.tenant } : {}) } : undefined;
-    f.errors.push(...takeOverTenantRefusals(role, field, kvCache));
-    const policy = takeOverPolicyFindings(engine, role.command!, field, md.metadata.annotations);
-    f.errors.push(...policy.errors);
-    f.warnings.push(...policy.warnings);
-    return;
-  }
+}
+
+/** A managed role's arguments: none the operator renders, and none that contradicts what it renders. */
+function checkManagedArgs(
+  md: ModelDeployment,
+  i: number,
+  engine: EngineFamily,
+  ctx: ModelDeploymentAdmissionContext,
+  f: AdmissionFindings,
+): void {
+  const role = md.spec.roles[i]!;
+  const field = `spec.roles[${i}]`;
   const args = role.extraArgs ?? [];
   f.errors.push(
     ...findOwnedKeyRefusals(engine, args, role.env ?? [], {
@@ -156,7 +182,7 @@ function checkRole(
   }
 }
 
-// KV-cache spec §3.4: ports the engine's own Pod already uses for what the operator renders beside it.
+// Ports the engine's own Pod already uses for the cache's traffic beside what the operator renders.
 const kvEventPorts = [5557, 5558];
 const bootstrapPort = 8998;
 

@@ -1,5 +1,6 @@
-// The Pod injection contract (KV-cache spec §3.5, §6.1, §6.4): an opted-in Pod names its Binding and
-// engine; every refusal names the fix; an accepted Pod gets exactly what ModelDeployment roles get.
+// The Pod injection contract (docs/on-your-cluster.md, "Your own engine Pods"): an opted-in Pod names
+// its Binding and engine; every refusal names the fix; an accepted Pod gets exactly what ModelDeployment
+// roles get.
 // A Pod this webhook already injected (the apiserver calls it again after a later mutating webhook
 // changed the Pod) is left as it is, once its injection proves to be what would be written now.
 // Pure: the handler passes the Binding, pool and backend it found.

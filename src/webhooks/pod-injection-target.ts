@@ -1,5 +1,6 @@
-// What an opted-in Pod names (KV-cache spec §6.1): its engine, its engine container, and the cache
-// its Binding resolves to, or why it cannot be attached. Pure: the handler passes the objects it found.
+// What an opted-in Pod names (its annotations, docs/on-your-cluster.md): its engine, its engine
+// container, and the cache its Binding resolves to, or why it cannot be attached. Pure: the handler
+// passes the objects it found.
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import { conditionOf } from '../api/conditions.ts';
 import { PoolCondition, PoolReason } from '../api/kvcache-pool-conditions.ts';

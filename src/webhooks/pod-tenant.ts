@@ -2,7 +2,7 @@
 // argv or env), opted in to injection or not: in a namespace holding Bindings, only their domains.
 // The apiserver calls the hook only for such Pods (matchConditions), and passes them when the operator
 // does not answer: it catches a wrong tenant written down, it is not the store's access control
-// (docs/decisions/0034).
+// (docs/decisions/0034-tenant-names-are-not-credentials.md).
 import type { KVCachePoolBinding } from '../api/types.ts';
 import { tenantEnvName } from '../inject/tenant-naming.ts';
 import type { KubeObject } from '../kube/object.ts';

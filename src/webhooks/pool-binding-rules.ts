@@ -1,5 +1,5 @@
-// Admission rules for KVCachePool and KVCachePoolBinding that need other objects (KV-cache spec §3.2,
-// §3.3). Pure: the handler passes what the caches hold.
+// Admission rules for KVCachePool and KVCachePoolBinding that need other objects
+// (docs/decisions/0007-one-ledger-pass-per-master.md). Pure: the handler passes what the caches hold.
 
 import type { ReasonOf } from '../api/condition-table.ts';
 import { type PoolCondition, PoolReason, type poolConditions } from '../api/kvcache-pool-conditions.ts';

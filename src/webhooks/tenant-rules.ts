@@ -1,7 +1,8 @@
-// Who may name which store tenant (docs/decisions/0034). A tenant is the reuse domain of a Binding, so a
-// container may name only a domain of a Binding in its own namespace; the injection and the operator
-// write it from the Binding. The store authenticates no client: these rules refuse what admission can
-// see (env, argv), not a tenant read from a file or chosen at run time. Pure.
+// Who may name which store tenant (docs/decisions/0034-tenant-names-are-not-credentials.md). A tenant
+// is the reuse domain of a Binding, so a container may name only a domain of a Binding in its own
+// namespace; the injection and the operator write it from the Binding. The store authenticates no
+// client: these rules refuse what admission can see (env, argv), not a tenant read from a file or
+// chosen at run time. Pure.
 import type { Container } from 'kubernetes-types/core/v1.js';
 import type { ModelDeploymentRole } from '../api/model-deployment.ts';
 import { tenantEnvName, tenantsNamedIn } from '../inject/tenant-naming.ts';

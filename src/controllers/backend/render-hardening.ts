@@ -1,11 +1,11 @@
 // What every store container runs with: the least privilege the store allows and bounded resources.
-// Why each choice: docs/decisions (store hardening).
+// Why each choice: docs/decisions/0023-store-least-privilege.md.
 import type { MemberGroup } from '../../api/kvcache-backend.ts';
 import { formatBinarySI, parseQuantityBytes } from '../../vocabulary/quantity.ts';
 
 type SecurityContext = NonNullable<MemberGroup['securityContext']>;
 
-/** The store image's user (images/store/Dockerfile: USER 65532:0), which tier directories belong to. */
+/** The store image's user (images/recipes.ts: user 65532:0), which tier directories belong to. */
 export const storeUser = 65532;
 
 /** mooncake_master and the member service write nothing but scratch files here: the root stays read-only. */

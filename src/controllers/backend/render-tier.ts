@@ -1,4 +1,5 @@
-// What a local disk tier adds to a member Pod (spec §7): offload env, the host directory, survey and preStop.
+// What a local disk tier (`localDisks`) adds to a member Pod: offload env, the host directory, survey
+// and preStop.
 
 import type { Container, EnvVar, Lifecycle, Volume } from 'kubernetes-types/core/v1.js';
 import type { MemberGroup } from '../../api/kvcache-backend.ts';

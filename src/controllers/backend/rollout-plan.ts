@@ -1,7 +1,7 @@
 // Rollouts that keep the cache (pure): member Pods are recreated one at a time, each only once the
 // previous replacement has mounted its segment; the serving leader is asked to step down once, when
 // the members have rolled and its successors of the new template run, or when its node is cordoned. See
-// docs/decisions (rollouts that keep the cache).
+// docs/decisions/0022-rollouts-that-keep-the-cache.md.
 
 import { ordinal } from '../../kube/ordinal.ts';
 

@@ -1,5 +1,5 @@
-// The member rows and the MembersMounted and PoolWrites verdicts of a backend's status (KV-cache spec
-// §2.1, §4.7): segments joined to member Pods by address. Pure.
+// The member rows and the MembersMounted and PoolWrites verdicts of a backend's status: segments joined
+// to member Pods by address. Pure.
 
 import { BackendCondition, BackendReason, backendConditions } from '../../api/kvcache-backend-conditions.ts';
 import { ordinal } from '../../kube/ordinal.ts';
@@ -77,65 +77,53 @@ export function membersVerdict(
   }
   const segments = listing.value.segments;
   const { rows, ambiguous } = memberRows(segments, v);
-  if (ambiguous.length) {
-    return {
-      condition: cond(
-        BackendCondition.MembersMounted,
-        'False',
-        BackendReason.AmbiguousMemberIdentity,
-        `several member Pods share one address: ${nameList(ambiguous)}`,
-      ),
-      rows,
-    };
-  }
+  return { condition: mountedCondition(v, segments, ambiguous), rows };
+}
+
+/** MembersMounted once the leader lists its segments: each member Pod told apart, ready and mounted. */
+function mountedCondition(v: BackendView, segments: Segment[], ambiguous: string[]): DecidedCondition {
+  if (ambiguous.length)
+    return cond(
+      BackendCondition.MembersMounted,
+      'False',
+      BackendReason.AmbiguousMemberIdentity,
+      `several member Pods share one address: ${nameList(ambiguous)}`,
+    );
   const stuck = v.memberPods.filter((p) => !p.ready && !p.deleting && p.fault);
   if (stuck.length) {
     const first = stuck[0]!;
     const names = nameList(stuck.map((p) => `${p.name}${p.nodeName ? ` on ${p.nodeName}` : ''}`));
-    return {
-      condition: cond(
-        BackendCondition.MembersMounted,
-        'False',
-        first.fault!.reason,
-        `member Pod ${names}: ${first.fault!.message}`,
-      ),
-      rows,
-    };
+    return cond(
+      BackendCondition.MembersMounted,
+      'False',
+      first.fault!.reason,
+      `member Pod ${names}: ${first.fault!.message}`,
+    );
   }
-  if (segments.length === 0) {
-    return {
-      condition: cond(
-        BackendCondition.MembersMounted,
-        'False',
-        BackendReason.NoSegments,
-        'the leader lists no mounted segment',
-      ),
-      rows,
-    };
-  }
+  if (segments.length === 0)
+    return cond(
+      BackendCondition.MembersMounted,
+      'False',
+      BackendReason.NoSegments,
+      'the leader lists no mounted segment',
+    );
   const listed = new Set(segments.map((s) => endpointHost(s.teEndpoint)));
   const missing = v.memberPods.filter((p) => p.ready && !p.deleting && p.podIP && !listed.has(p.podIP));
   if (missing.length) {
     const names = nameList(missing.map((p) => `${p.name}${p.nodeName ? ` on ${p.nodeName}` : ''}`));
-    return {
-      condition: cond(
-        BackendCondition.MembersMounted,
-        'False',
-        BackendReason.SegmentsShort,
-        `ready member Pods without a segment on the leader: ${names}`,
-      ),
-      rows,
-    };
-  }
-  return {
-    condition: cond(
+    return cond(
       BackendCondition.MembersMounted,
-      'True',
-      BackendReason.Mounted,
-      `leader lists ${segments.length} segment(s)`,
-    ),
-    rows,
-  };
+      'False',
+      BackendReason.SegmentsShort,
+      `ready member Pods without a segment on the leader: ${names}`,
+    );
+  }
+  return cond(
+    BackendCondition.MembersMounted,
+    'True',
+    BackendReason.Mounted,
+    `leader lists ${segments.length} segment(s)`,
+  );
 }
 
 export function poolWritesVerdict(v: BackendView, leader: LeaderVerdict): DecidedCondition {

@@ -1,4 +1,4 @@
-// `cleanAfterDelete: true` (KV-cache spec §7): once a deleted backend's members are gone, empty the
+// `cleanAfterDelete: true`: once a deleted backend's members are gone, empty the
 // tier directory's content on every node the group selected at deletion time, with one cleanup Pod per
 // node and a 5-minute deadline each; never a path another backend's tier also uses. Outcomes that
 // leave content behind are Warning events on the Node.

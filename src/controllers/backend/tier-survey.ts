@@ -1,4 +1,4 @@
-// Whether a disk tier started empty (KV-cache spec §7, `TierWasEmpty`): each member Pod's survey init
+// Whether a disk tier started empty (`TierWasEmpty`): each member Pod's survey init
 // container writes `entries=<n> control=<m> tier=<verdict> marker=<uid|none>` to its termination
 // message; the condition is decided once from the backend's first member Pods and never revisited,
 // except a refusal of another backend's files (decision 45), which holds while any member reports one. Pure.

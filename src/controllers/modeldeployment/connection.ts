@@ -1,5 +1,5 @@
 // Resolves a deployment's cache: Binding (same namespace) → pool → backend, into the connection the
-// engines are given, or the reason there is none (KV-cache spec §2.4, §6.2). Pure.
+// engines are given, or the reason there is none (docs/concepts.md, Workloads). Pure.
 import type { ReasonOf } from '../../api/condition-table.ts';
 import { conditionOf } from '../../api/conditions.ts';
 import { PoolCondition, PoolReason } from '../../api/kvcache-pool-conditions.ts';

@@ -1,6 +1,6 @@
 // The ModelDeployment controller: renders each role's Deployment and the Services, injects the cache
 // connection its Binding resolves to (none at all while the pool is unusable, keeping running replicas
-// as they are), and reports roles, the cache and the conditions of ModelDeployment spec §2.
+// as they are), and reports roles, the cache and its conditions.
 
 import type { DeploymentSpec } from 'kubernetes-types/apps/v1.js';
 import { ReplicasUpToDateReason } from '../../api/model-deployment.ts';

@@ -1,5 +1,5 @@
 // The engine container of one role before any cache is attached: image, argv, env, ports, probes and
-// resources (ModelDeployment spec §1.4, §1.5).
+// resources (docs/decisions/0008-modeldeployment-workloads.md).
 
 import type { Container, ContainerPort, EnvVar, VolumeMount } from 'kubernetes-types/core/v1.js';
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';

@@ -1,4 +1,4 @@
-// Names, labels and owner metadata of a ModelDeployment's children (ModelDeployment spec §1.3).
+// Names, labels and owner metadata of a ModelDeployment's children: `<md>` and `<md>-<role>`.
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
 import type { ModelDeployment } from '../../api/types.ts';
 import type { ObjectMeta, OwnerReference } from '../../kube/object.ts';

@@ -1,4 +1,5 @@
-// A role's container resources, derived from its InstanceType (ModelDeployment spec §1.5).
+// A role's container resources, derived from its InstanceType: limits are its unitResources × the cards
+// (at least one unit), and the cards on an accelerated type.
 import type { ResourceRequirements } from 'kubernetes-types/core/v1.js';
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
 import type { InstanceType } from '../../api/types.ts';

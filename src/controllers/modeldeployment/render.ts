@@ -1,5 +1,6 @@
 // The ModelDeployment's children: one Deployment `<md>-<role>` per role, a Service `<md>` for the
-// whole deployment and one `<md>-<role>` per role. Pure; see docs/decisions/0008.
+// whole deployment and one `<md>-<role>` per role. Pure; see
+// docs/decisions/0008-modeldeployment-workloads.md.
 import type { Deployment } from 'kubernetes-types/apps/v1.js';
 import type { PodTemplateSpec, Service, Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';

@@ -1,4 +1,4 @@
-// A ModelDeployment's phase, role counts and conditions (ModelDeployment spec §2, KV-cache spec §2.4),
+// A ModelDeployment's phase, role counts and conditions (docs/api-reference.md, ModelDeployment status),
 // decided from its Deployments, its cache resolution and what ready replicas report. Pure.
 import {
   CacheAttachedReason as Reason,

@@ -79,21 +79,58 @@ export async function executeLedger(
   const plan = planLedger({ ...input, ledger: entries });
   outcome.plan = plan;
   outcome.listed = entries;
-  const byTenant = new Map(entries.map((e) => [e.tenant, e]));
-  const registry = new Set([...input.registered, ...plan.puts.map((p) => p.tenant)]);
-  let saved = input.registered;
-  const save = async () => {
-    if (sameTenants(registry, saved)) return;
-    await saveRegistry(registry);
-    saved = new Set(registry);
-    outcome.registered = saved;
-  };
-  await save();
-  // One tenant's failed write stops nothing: it is reported on its own Binding, the rest go on.
-  const put = async ({ tenant, bytes }: { tenant: string; bytes: bigint }) => {
+  const pass = new LedgerPass(ledger, outcome, input.registered, saveRegistry, purgeHazard);
+  await pass.save();
+  await eachWrite(plan.puts, (p) => pass.put(p), ledgerConcurrency);
+  if (outcome.ledgerOff) return outcome;
+  await eachWrite(plan.deletes, (tenant) => pass.remove(tenant), ledgerConcurrency);
+  pass.forgetGone(new Set(entries.map((e) => e.tenant)));
+  await pass.save();
+  return outcome;
+}
+
+/** One pass's writes to a master, recorded in its outcome, and the tenant registry as they leave it. */
+class LedgerPass {
+  private readonly ledger: TenantLedger;
+  private readonly outcome: LedgerOutcome;
+  private readonly plan: LedgerPlan;
+  private readonly saveRegistry: SaveRegistry;
+  private readonly purgeHazard: PurgeHazard;
+  /** What the registry held, every tenant this pass writes, less those it deletes. */
+  private readonly registry: Set<string>;
+  private saved: Set<string>;
+  /** Asked at most once a pass, and only when a purge is due. */
+  private hazard: Promise<string | undefined> | undefined;
+
+  constructor(
+    ledger: TenantLedger,
+    outcome: LedgerOutcome,
+    registered: Set<string>,
+    saveRegistry: SaveRegistry,
+    purgeHazard: PurgeHazard,
+  ) {
+    this.ledger = ledger;
+    this.outcome = outcome;
+    this.plan = outcome.plan;
+    this.saveRegistry = saveRegistry;
+    this.purgeHazard = purgeHazard;
+    this.registry = new Set([...registered, ...outcome.plan.puts.map((p) => p.tenant)]);
+    this.saved = registered;
+  }
+
+  async save(): Promise<void> {
+    if (sameTenants(this.registry, this.saved)) return;
+    await this.saveRegistry(this.registry);
+    this.saved = new Set(this.registry);
+    this.outcome.registered = this.saved;
+  }
+
+  /** One tenant's failed write stops nothing: it is reported on its own Binding, the rest go on. */
+  async put({ tenant, bytes }: { tenant: string; bytes: bigint }): Promise<void> {
+    const outcome = this.outcome;
     if (outcome.ledgerOff) return;
     try {
-      await ledger.put(tenant, bytes);
+      await this.ledger.put(tenant, bytes);
       outcome.wrote = true;
     } catch (err) {
       const failure = (err as LedgerError).failure;
@@ -101,60 +138,75 @@ export async function executeLedger(
       else outcome.putFailures.set(tenant, failure);
       if (failure.kind === PoolReason.QuotaPolicyNotWritable) outcome.failure = failure;
     }
-  };
-  await eachWrite(plan.puts, put, ledgerConcurrency);
-  if (outcome.ledgerOff) return outcome;
-  const deleteTenant = async (tenant: string): Promise<LedgerFailure | undefined> => {
-    try {
-      await ledger.delete(tenant);
-      outcome.wrote = true;
-      outcome.deleted.add(tenant);
-      registry.delete(tenant);
-      return undefined;
-    } catch (err) {
-      return failureOf(err);
-    }
-  };
-  // Asked at most once a pass, and only when a purge is due.
-  let hazard: Promise<string | undefined> | undefined;
-  const purge = async (tenant: string): Promise<LedgerFailure | undefined> => {
-    try {
-      hazard ??= purgeHazard();
-      const unsafe = await hazard;
-      if (unsafe) outcome.purgeRefused.set(tenant, unsafe);
-      else {
-        outcome.purged.set(tenant, await ledger.purge(tenant));
-        outcome.wrote = true;
-      }
-      return undefined;
-    } catch (err) {
-      return failureOf(err);
-    }
-  };
-  const remove = async (tenant: string) => {
-    let failure = await deleteTenant(tenant);
-    if (failure?.kind === 'TenantNotEmpty' && plan.purges.has(tenant)) {
-      const purgeFailure = await purge(tenant);
+  }
+
+  /** Deletes the tenant; one that still holds data is purged first when its Bindings asked for it. */
+  async remove(tenant: string): Promise<void> {
+    const outcome = this.outcome;
+    let failure = await this.deleteTenant(tenant);
+    if (failure?.kind === 'TenantNotEmpty' && this.plan.purges.has(tenant)) {
+      const purgeFailure = await this.purge(tenant);
       if (purgeFailure) failure = purgeFailure;
-      else if (outcome.purged.has(tenant)) failure = await deleteTenant(tenant);
+      else if (outcome.purged.has(tenant)) failure = await this.deleteTenant(tenant);
     }
     if (!failure) return;
     outcome.deleteFailures.set(tenant, failure);
     if (failure.kind === 'TenantNotEmpty') outcome.retained.add(tenant);
     else if (failure.kind === PoolReason.QuotaPolicyNotWritable) outcome.failure = failure;
-  };
-  await eachWrite(plan.deletes, remove, ledgerConcurrency);
-  // A registered tenant the master no longer holds, and no Binding wants, is forgotten.
-  for (const tenant of [...registry])
-    if (
-      !byTenant.has(tenant) &&
-      !plan.desired.has(tenant) &&
-      !plan.contested.has(tenant) &&
-      !plan.overTotal.has(tenant)
-    )
-      registry.delete(tenant);
-  await save();
-  return outcome;
+  }
+
+  /** A registered tenant the master no longer holds, and no Binding wants, is forgotten. */
+  forgetGone(listed: Set<string>): void {
+    const plan = this.plan;
+    for (const tenant of [...this.registry])
+      if (
+        !listed.has(tenant) &&
+        !plan.desired.has(tenant) &&
+        !plan.contested.has(tenant) &&
+        !plan.overTotal.has(tenant)
+      )
+        this.registry.delete(tenant);
+  }
+
+  private async deleteTenant(tenant: string): Promise<LedgerFailure | undefined> {
+    try {
+      await this.ledger.delete(tenant);
+      this.outcome.wrote = true;
+      this.outcome.deleted.add(tenant);
+      this.registry.delete(tenant);
+      return undefined;
+    } catch (err) {
+      return failureOf(err);
+    }
+  }
+
+  private async purge(tenant: string): Promise<LedgerFailure | undefined> {
+    try {
+      this.hazard ??= this.purgeHazard();
+      const unsafe = await this.hazard;
+      if (unsafe) this.outcome.purgeRefused.set(tenant, unsafe);
+      else {
+        this.outcome.purged.set(tenant, await this.ledger.purge(tenant));
+        this.outcome.wrote = true;
+      }
+      return undefined;
+    } catch (err) {
+      return failureOf(err);
+    }
+  }
+}
+
+/**
+ * Whether a pass's ledger requests failed so that a retry soon may succeed: its Binding says "retrying".
+ * A domain the master keeps because it holds data is not such a failure, unless it is being purged.
+ */
+export function retrySoon(outcome: LedgerOutcome): boolean {
+  return Boolean(
+    outcome.failure ||
+      outcome.putFailures.size ||
+      [...outcome.deleteFailures.values()].some((f) => f.kind !== 'TenantNotEmpty') ||
+      [...outcome.retained].some((t) => outcome.plan.purges.has(t) && !outcome.purgeRefused.has(t)),
+  );
 }
 
 function failureOf(err: unknown): LedgerFailure {

@@ -1,5 +1,6 @@
-// What one master's tenant ledger should hold (KV-cache spec §5.3), decided from every pool and Binding
-// on that backend. Pure: the reconciler executes the plan against the master.
+// What one master's tenant ledger should hold (docs/concepts.md, Tenant ledger), decided from every pool
+// and Binding on that backend (docs/decisions/0007-one-ledger-pass-per-master.md). Pure: the reconciler
+// executes the plan against the master.
 
 import { purgeOnDeleteAnnotation } from '../../api/kvcache-pool-binding.ts';
 import type { KVCachePool, KVCachePoolBinding } from '../../api/types.ts';

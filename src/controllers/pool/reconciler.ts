@@ -11,14 +11,7 @@ import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend, KVCachePool, KVCachePoolBinding, StatusOf } from '../../api/types.ts';
 import { Controller, type ReconcileResult } from '../../kube/controller.ts';
 import { log } from '../../kube/log.ts';
-import {
-  applyChild,
-  applyStatus,
-  claimLiveChild,
-  eachWrite,
-  ensureFinalizer,
-  removeFinalizer,
-} from '../../operator-io/apply.ts';
+import { applyChild, eachWrite, ensureFinalizer, removeFinalizer } from '../../operator-io/apply.ts';
 import {
   byBackend,
   byBindingRef,
@@ -27,11 +20,9 @@ import {
   poolInformers,
 } from '../../operator-io/informers.ts';
 import type { OperatorContext } from '../../operator-io/operator-context.ts';
-import { gaugeBytes } from '../../store/prometheus.ts';
 import { TenantLedger } from '../../store/tenant-ledger.ts';
-import { allocatableBytes, tenantFigures } from '../../store/tenant-metrics.ts';
-import { type ChildConflict, childConflictMessage, claimChild } from '../../vocabulary/child-ownership.ts';
-import { deciderOf, mergeConditions } from '../../vocabulary/conditions.ts';
+import { childConflictMessage } from '../../vocabulary/child-ownership.ts';
+import { deciderOf } from '../../vocabulary/conditions.ts';
 import { domainOf } from '../../vocabulary/domains.ts';
 import { finalizer } from '../../vocabulary/identity.ts';
 import { sumPoolPrefix } from '../../vocabulary/pool-prefix.ts';
@@ -39,16 +30,16 @@ import { policyKey, seedConfigMapName } from '../../vocabulary/store-objects.ts'
 import { noteNotReleased, notePurge } from './binding-events.ts';
 import { type BindingWorkloads, decideBinding, workloadStatus } from './binding-status.ts';
 import { ensureClaims, releaseClaimAndFinalizer, releaseClaimsOfDeleted } from './domain-claims.ts';
-import { executeLedger, type LedgerOutcome } from './ledger.ts';
+import { executeLedger, type LedgerOutcome, retrySoon } from './ledger.ts';
 import { measureLedgerPass, stageClock } from './ledger-metrics.ts';
 import { heldLive, liveInput, mayRelease, poolInUseLive } from './live-check.ts';
+import { ledgerObjects, purgeHazard, readBack } from './master-reads.ts';
 import { resolveMaster } from './master-resolution.ts';
-import { planLedger } from './plan.ts';
-import { diskTierEvidence } from './purge-safety.ts';
+import { type LedgerPlan, type PlanInput, planLedger } from './plan.ts';
 import { parsePolicy, renderSeedConfigMap, seedTenants } from './seed-policy.ts';
 import { type Decision, decidePool, type MasterReport, type StatusFields } from './status.ts';
-import { StatusWriters } from './status-writer.ts';
-import { parseRegistry, RegistryVersions, registryConfigMapName, registryKey } from './tenant-registry.ts';
+import { StatusWriters, writeDecision } from './status-writer.ts';
+import { parseRegistry, RegistryVersions, registryKey } from './tenant-registry.ts';
 import { unpooledKey, wirePoolWatches } from './watches.ts';
 
 /** How soon a pass whose ledger requests failed runs again. */
@@ -56,6 +47,23 @@ const ledgerRetryMs = 5_000;
 
 /** How often a pool's ledger key is passed over without an event. */
 export const defaultPoolObserveIntervalMs = 30_000;
+
+/** What one pass over a master has read and decided so far. */
+interface Pass {
+  key: string;
+  backend: KVCacheBackend | undefined;
+  pools: KVCachePool[];
+  /** The pools' Bindings, read live when the pass may release one. */
+  bindings: KVCachePoolBinding[];
+  input: Omit<PlanInput, 'ledger'>;
+  plan: LedgerPlan;
+  report: MasterReport;
+  /** The master's address; undefined when it does not resolve or its ledger objects are not ours. */
+  address: string | undefined;
+  /** An object the backend does not own holds the name of its registry or policy ConfigMap. */
+  conflicted: boolean;
+  outcome?: LedgerOutcome;
+}
 
 export class PoolReconciler {
   readonly controller: Controller;
@@ -114,16 +122,63 @@ export class PoolReconciler {
     if (this.unlocked(key)) await this.statusWriters.of(key).idle();
     const backend = this.informers.backends.get(key);
     const pools = this.informers.pools.byIndex(byBackend, key);
-    let bindings = pools.flatMap((p) => this.informers.bindings.byIndex(byPool, p.metadata.name!));
+    const bindings = pools.flatMap((p) => this.informers.bindings.byIndex(byPool, p.metadata.name!));
     if (pools.length === 0 && !backend) {
       this.ctx.store.unfollow(`pool/${key}`);
       this.registries.forget(key);
       return undefined;
     }
     const lap = stageClock(key);
+    const pass = await this.readPass(key, backend, pools, bindings);
+    lap('read');
+    // Locked before anything is written to the master, so no ledger entry outlives its Binding.
+    await eachWrite(
+      [...pools, ...pass.bindings].filter((o) => !o.metadata.deletionTimestamp),
+      (o) => ensureFinalizer(this.ctx.client, o),
+    );
+    if (backend) await ensureClaims(this.ctx, this.informers, key, pass.bindings);
+    lap('finalizers');
+    if (pass.address && !pass.report.ledgerOff) await this.writeLedger(pass);
+    lap('ledger');
+    if (backend?.spec.connection.managed && !pass.conflicted)
+      await this.seed(backend, pass.plan, pass.outcome, pass.outcome?.registered ?? pass.input.registered);
+    lap('seed');
+    // The master's figures feed only the statuses: read back within the pass only when a release or a
+    // pool's deletion decides from them, else in the status job, so the next pass does not wait for it.
+    const deleting = pools.some((p) => p.metadata.deletionTimestamp);
+    const readBackNow = pass.plan.releasing.length > 0 || deleting;
+    const figures = () => readBack(this.ctx, key, pass.address, pass.report, pass.outcome?.wrote ?? false);
+    if (readBackNow) {
+      await figures();
+      lap('readBack');
+    }
+    await eachWrite(pass.plan.releasing, (b) => this.release(pass, b));
+    lap('release');
+    const writeStatuses = () => this.writeStatuses(pass, readBackNow ? undefined : figures);
+    // Statuses are written apart from the pass, so the next pass's ledger writes do not wait behind
+    // them; a pool being deleted is released within its pass.
+    if (deleting) await writeStatuses();
+    else this.statusWriters.of(key).submit(writeStatuses);
+    return {
+      requeueAfterMs:
+        pass.outcome && retrySoon(pass.outcome)
+          ? Math.min(ledgerRetryMs, this.observeIntervalMs)
+          : this.observeIntervalMs,
+    };
+  }
+
+  /** Who the master is, what this operator registered on it, and the plan made before listing it. */
+  private async readPass(
+    key: string,
+    backend: KVCacheBackend | undefined,
+    pools: KVCachePool[],
+    bindings: KVCachePoolBinding[],
+  ): Promise<Pass> {
     const report: MasterReport = { ledgerOff: false, retained: new Set() };
     let address = resolveMaster(this.informers, this.ctx.namespace, key, backend, report);
-    const registry = backend ? await this.ledgerObjects(backend) : undefined;
+    const registry = backend
+      ? await ledgerObjects(this.ctx, this.informers, this.registries, backend)
+      : undefined;
     if (registry?.conflicts.length) {
       // Neither the ledger nor the policy is touched while someone else's object holds their names.
       report.unresolved = {
@@ -143,111 +198,85 @@ export class PoolReconciler {
     let plan = planLedger({ ...input, ledger: undefined });
     if (mayRelease(input, plan)) {
       input = await liveInput(this.ctx.client, input);
-      bindings = input.bindings;
       plan = planLedger({ ...input, ledger: undefined });
     }
-    lap('read');
-    // Locked before anything is written to the master, so no ledger entry outlives its Binding.
-    await eachWrite(
-      [...pools, ...bindings].filter((o) => !o.metadata.deletionTimestamp),
-      (o) => ensureFinalizer(this.ctx.client, o),
-    );
-    if (backend) await ensureClaims(this.ctx, this.informers, key, bindings);
-    lap('finalizers');
-    let outcome: LedgerOutcome | undefined;
-    if (address && !report.ledgerOff) {
-      outcome = await measureLedgerPass(key, () =>
-        executeLedger(
-          new TenantLedger(address, this.ctx.storeRequests),
-          input,
-          plan,
-          (tenants) => this.registries.write(this.ctx.client, backend!, this.ctx.namespace, tenants),
-          () => this.purgeHazard(key, backend!, address!),
-        ),
-      );
-      plan = outcome.plan;
-      report.ledgerOff = outcome.ledgerOff;
-      report.ledgerFailure = outcome.failure;
-      report.retained = outcome.retained;
-      report.putFailures = outcome.putFailures;
-    }
-    lap('ledger');
-    if (backend?.spec.connection.managed && !registry?.conflicts.length)
-      await this.seed(backend, plan, outcome, outcome?.registered ?? input.registered);
-    lap('seed');
-    // The master's figures feed only the statuses: read back within the pass only when a release or a
-    // pool's deletion decides from them, else in the status job, so the next pass does not wait for it.
-    const deleting = pools.some((p) => p.metadata.deletionTimestamp);
-    const readBackNow = plan.releasing.length > 0 || deleting;
-    const readBack = () => this.readBack(key, address, report, outcome?.wrote ?? false);
-    if (readBackNow) {
-      await readBack();
-      lap('readBack');
-    }
+    const conflicted = Boolean(registry?.conflicts.length);
+    return { key, backend, pools, bindings: input.bindings, input, plan, report, address, conflicted };
+  }
 
-    const releasedAll = !backend || report.ledgerOff;
-    await eachWrite(plan.releasing, async (b) => {
-      const domain = domainOf(b);
-      const failure = outcome?.deleteFailures.get(domain);
-      const purged = outcome?.purged.get(domain);
-      if (purged) await notePurge(this.ctx.events, b, key, purged);
-      // Released once the master was listed and this Binding's own entry is gone (or never was ours).
-      if (releasedAll || (outcome?.listed && !failure)) await releaseClaimAndFinalizer(this.ctx, key, b);
-      else {
-        const why = failure ??
-          outcome?.failure ?? {
-            kind: PoolReason.LedgerUnreachable,
-            message:
-              report.unresolved?.message ?? report.ledgerFailure?.message ?? 'the master was not reached',
-          };
-        const drain = { backend: key, purged, refusedBy: outcome?.purgeRefused.get(domain) };
-        const d = decideBinding(b, plan, report, { usedBy: [] }, why, drain);
-        await noteNotReleased(this.ctx.events, b, d);
-        await this.writeStatus(b, d);
-      }
-    });
-    lap('release');
+  /** Converges the master's ledger with the plan; the plan made from its listing replaces the pass's. */
+  private async writeLedger(pass: Pass) {
+    const { key, report } = pass;
+    const backend = pass.backend!;
+    const address = pass.address!;
+    const outcome = await measureLedgerPass(key, () =>
+      executeLedger(
+        new TenantLedger(address, this.ctx.storeRequests),
+        pass.input,
+        pass.plan,
+        (tenants) => this.registries.write(this.ctx.client, backend, this.ctx.namespace, tenants),
+        () => purgeHazard(this.ctx, key, backend, address),
+      ),
+    );
+    pass.outcome = outcome;
+    pass.plan = outcome.plan;
+    report.ledgerOff = outcome.ledgerOff;
+    report.ledgerFailure = outcome.failure;
+    report.retained = outcome.retained;
+    report.putFailures = outcome.putFailures;
+  }
+
+  /** A deleted Binding lets go once the master dropped its entry; until then its status says why not. */
+  private async release(pass: Pass, b: KVCachePoolBinding) {
+    const { key, outcome, report } = pass;
+    const releasedAll = !pass.backend || report.ledgerOff;
+    const domain = domainOf(b);
+    const failure = outcome?.deleteFailures.get(domain);
+    const purged = outcome?.purged.get(domain);
+    if (purged) await notePurge(this.ctx.events, b, key, purged);
+    // Released once the master was listed and this Binding's own entry is gone (or never was ours).
+    if (releasedAll || (outcome?.listed && !failure)) {
+      await releaseClaimAndFinalizer(this.ctx, key, b);
+      return;
+    }
+    const why = failure ??
+      outcome?.failure ?? {
+        kind: PoolReason.LedgerUnreachable,
+        message: report.unresolved?.message ?? report.ledgerFailure?.message ?? 'the master was not reached',
+      };
+    const drain = { backend: key, purged, refusedBy: outcome?.purgeRefused.get(domain) };
+    const d = decideBinding(b, pass.plan, report, { usedBy: [] }, why, drain);
+    await noteNotReleased(this.ctx.events, b, d);
+    await this.writeStatus(b, d);
+  }
+
+  /** Every Binding's and pool's status, and a deleted pool's finalizer once nothing holds it. */
+  private async writeStatuses(pass: Pass, figures?: () => Promise<void>) {
+    const { key, plan, report, bindings } = pass;
+    const lapStatus = stageClock(key);
+    if (figures) {
+      await figures();
+      lapStatus('readBack');
+    }
     const releasing = new Set(plan.releasing);
-    const writeStatuses = async () => {
-      const lapStatus = stageClock(key);
-      if (!readBackNow) {
-        await readBack();
-        lapStatus('readBack');
+    await eachWrite(
+      bindings.filter((x) => !releasing.has(x)),
+      (b) => this.writeStatus(b, decideBinding(b, plan, report, this.workloads(b))),
+    );
+    lapStatus('bindingStatus');
+    for (const p of pass.pools) {
+      const own = bindings.filter((b) => b.spec.poolRef.name === p.metadata.name);
+      const d = decidePool(p, own, plan, report);
+      await this.writeStatus(p, d);
+      if (
+        p.metadata.deletionTimestamp &&
+        d.conditions.find((x) => x.type === PoolCondition.Releasable)?.status === 'True' &&
+        !(await poolInUseLive(this.ctx.client, p))
+      ) {
+        await removeFinalizer(this.ctx.client, p);
       }
-      await eachWrite(
-        bindings.filter((x) => !releasing.has(x)),
-        (b) => this.writeStatus(b, decideBinding(b, plan, report, this.workloads(b))),
-      );
-      lapStatus('bindingStatus');
-      for (const p of pools) {
-        const own = bindings.filter((b) => b.spec.poolRef.name === p.metadata.name);
-        const d = decidePool(p, own, plan, report);
-        await this.writeStatus(p, d);
-        if (
-          p.metadata.deletionTimestamp &&
-          d.conditions.find((x) => x.type === PoolCondition.Releasable)?.status === 'True' &&
-          !(await poolInUseLive(this.ctx.client, p))
-        ) {
-          await removeFinalizer(this.ctx.client, p);
-        }
-      }
-      lapStatus('poolStatus');
-    };
-    // Statuses are written apart from the pass, so the next pass's ledger writes do not wait behind
-    // them; a pool being deleted is released within its pass.
-    if (deleting) await writeStatuses();
-    else this.statusWriters.of(key).submit(writeStatuses);
-    // A failed ledger request is retried soon, not at the next observation: its Binding says "retrying".
-    // A domain the master keeps because it holds data is not a failure to retry, unless it is purged.
-    const failed =
-      outcome &&
-      (outcome.failure ||
-        outcome.putFailures.size ||
-        [...outcome.deleteFailures.values()].some((f) => f.kind !== 'TenantNotEmpty') ||
-        [...outcome.retained].some((t) => outcome.plan.purges.has(t) && !outcome.purgeRefused.has(t)));
-    return {
-      requeueAfterMs: failed ? Math.min(ledgerRetryMs, this.observeIntervalMs) : this.observeIntervalMs,
-    };
+    }
+    lapStatus('poolStatus');
   }
 
   /** Whether a pool or Binding of this backend still lacks the finalizer. */
@@ -260,43 +289,9 @@ export class PoolReconciler {
     return objects.some((o) => !o.metadata.deletionTimestamp && !o.metadata.finalizers?.includes(finalizer));
   }
 
-  /** What shows the store has a disk tier, from its spec and a scrape taken just before a purge. */
-  private async purgeHazard(key: string, backend: KVCacheBackend, address: string) {
-    const declared = diskTierEvidence(backend, new Map());
-    if (declared) return declared;
-    const o = await this.ctx.store.refresh(address, `pool/${key}`);
-    if (!o.metrics?.ok)
-      throw new Error(
-        `the master's metrics, read before removing a domain's objects, failed: ${o.metrics?.message ?? 'not read'}`,
-      );
-    return diskTierEvidence(backend, o.metrics.value);
-  }
-
-  /**
-   * The backend's tenant registry (at the version last read live or written), and the registry or policy ConfigMaps whose names an
-   * object the backend does not own holds (their content is not this operator's to read or write).
-   */
-  private async ledgerObjects(backend: KVCacheBackend) {
-    const { client, namespace } = this.ctx;
-    const name = backend.metadata.name!;
-    const uid = backend.metadata.uid;
-    const conflicts: ChildConflict[] = [];
-    const cached = this.informers.registries.get(registryConfigMapName(name), namespace);
-    const live = await this.registries.current(client, namespace, name, cached);
-    const registry = claimChild(live, uid, { coOwned: true });
-    if (registry.kind === 'foreign') conflicts.push(registry.conflict);
-    if (backend.spec.connection.managed) {
-      const seed = renderSeedConfigMap(backend, namespace, new Map());
-      const cached = this.informers.policies.get(seedConfigMapName(name), namespace);
-      const { conflict } = await claimLiveChild(client, seed, cached, uid, { coOwned: true });
-      if (conflict) conflicts.push(conflict);
-    }
-    return { live: registry.kind === 'ours' ? live : undefined, conflicts };
-  }
-
   private async seed(
     backend: KVCacheBackend,
-    plan: ReturnType<typeof planLedger>,
+    plan: LedgerPlan,
     outcome: LedgerOutcome | undefined,
     registered: Set<string>,
   ) {
@@ -312,33 +307,11 @@ export class PoolReconciler {
     await applyChild(this.ctx.client, cm, live, this.appliedOnce);
   }
 
-  /** One scrape per master per pass: fresh after a ledger write, else the watcher's latest. */
-  private async readBack(key: string, address: string | undefined, report: MasterReport, wrote: boolean) {
-    if (!address) return;
-    const me = `pool/${key}`;
-    const o = wrote
-      ? await this.ctx.store.refresh(address, me)
-      : (this.ctx.store.latest(address) ?? (await this.ctx.store.refresh(address, me)));
-    if (!o.metrics?.ok) return;
-    report.figures = tenantFigures(o.metrics.value);
-    report.allocatableBytes = report.ledgerOff
-      ? gaugeBytes(o.metrics.value, 'master_total_capacity_bytes')
-      : allocatableBytes(o.metrics.value);
-  }
-
   private async writeStatus<O extends KVCachePool | KVCachePoolBinding>(
     obj: O,
     d: Decision<StatusFields<StatusOf<O>>>,
   ) {
-    const conditions = mergeConditions(
-      obj.status?.conditions,
-      d.conditions,
-      obj.metadata.generation,
-      new Date(),
-    );
-    // The decision holds every field but these three, so together they are the kind's whole status.
-    const status = { phase: d.phase, phaseMessage: d.phaseMessage, conditions, ...d.status };
-    await applyStatus(this.ctx.client, obj, status as StatusOf<O>);
+    await writeDecision(this.ctx.client, obj, d);
   }
 
   /** Bindings naming a pool that does not exist: nothing is owed to any master. */

@@ -1,6 +1,11 @@
 // Status writes of a backend's passes, run apart from the passes: the next pass's ledger writes do not
 // wait behind them (decision 41). One job runs at a time; a job submitted while another runs replaces
 // any job still waiting, since a newer pass's statuses supersede an older one's.
+import type { KVCachePool, KVCachePoolBinding, StatusOf } from '../../api/types.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import { applyStatus } from '../../operator-io/apply.ts';
+import { mergeConditions } from '../../vocabulary/conditions.ts';
+import type { Decision, StatusFields } from './status.ts';
 
 export type StatusJob = () => Promise<void>;
 
@@ -54,4 +59,21 @@ export class StatusWriters {
     }
     return writer;
   }
+}
+
+/** Writes a pool's or Binding's decided status, its conditions merged with those it holds. */
+export async function writeDecision<O extends KVCachePool | KVCachePoolBinding>(
+  client: KubeClient,
+  obj: O,
+  d: Decision<StatusFields<StatusOf<O>>>,
+): Promise<void> {
+  const conditions = mergeConditions(
+    obj.status?.conditions,
+    d.conditions,
+    obj.metadata.generation,
+    new Date(),
+  );
+  // The decision holds every field but these three, so together they are the kind's whole status.
+  const status = { phase: d.phase, phaseMessage: d.phaseMessage, conditions, ...d.status };
+  await applyStatus(client, obj, status as StatusOf<O>);
 }

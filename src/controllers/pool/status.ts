@@ -1,5 +1,5 @@
-// Conditions, phases and figures of pools (KV-cache spec §2.2), decided from what one master reported
-// this pass, and what pool and Binding decisions share. Pure.
+// Conditions, phases and figures of pools (docs/concepts.md, Pool; the counts: decision 19), decided
+// from what one master reported this pass, and what pool and Binding decisions share. Pure.
 import type { ReasonOf } from '../../api/condition-table.ts';
 import type { KVCachePoolStatus } from '../../api/kvcache-pool.ts';
 import { PoolCondition, PoolReason, poolConditions } from '../../api/kvcache-pool-conditions.ts';
@@ -73,71 +73,18 @@ export function phaseOf(
 /** How many domains and Bindings a pool's status lists by name; the counts cover all of them. */
 export const listedInStatus = 100;
 
+type PoolDomain = NonNullable<NonNullable<KVCachePool['status']>['domains']>[number];
+
 export function decidePool(
   pool: KVCachePool,
   bindings: KVCachePoolBinding[],
   plan: LedgerPlan,
   m: MasterReport,
 ): Decision<StatusFields<KVCachePoolStatus>> {
-  const conditions: DecidedCondition[] = [];
-  if (m.unresolved)
-    conditions.push(
-      decided(PoolCondition.BackendResolved, 'False', m.unresolved.reason, m.unresolved.message),
-    );
-  else {
-    conditions.push(
-      decided(
-        PoolCondition.BackendResolved,
-        'True',
-        PoolReason.Resolved,
-        `backend ${pool.spec.backends[0]} serves this pool`,
-      ),
-    );
-    conditions.push(...ledgerConditions(m));
-    conditions.push(capacityCondition(m));
-  }
   const releasing = new Set(plan.releasing);
   const live = bindings.filter((b) => !releasing.has(b));
-  const sum = live.reduce((s, b) => s + parseQuantityBytes(b.spec.quota.ceiling), 0n);
-  const total = parseQuantityBytes(pool.spec.quota.total);
-  const grants = grantsOnMaster(m);
-  conditions.push(
-    sum <= total
-      ? decided(
-          PoolCondition.QuotaWithinTotal,
-          'True',
-          PoolReason.WithinTotal,
-          `the Bindings' ceilings sum to ${formatQuantity(sum)}, within the pool's ${formatQuantity(total)}${grants.cut ? `. ${grants.text}` : ''}`,
-        )
-      : decided(
-          PoolCondition.QuotaWithinTotal,
-          'False',
-          PoolReason.Oversubscribed,
-          `the Bindings' ceilings sum to ${formatQuantity(sum)}, past the pool's quota.total of ${formatQuantity(total)}. ${grants.text}`,
-        ),
-  );
-  type PoolDomain = NonNullable<NonNullable<KVCachePool['status']>['domains']>[number];
-  const domains: PoolDomain[] = live
-    .filter(
-      (b) => plan.foreign.get(domainOf(b))?.binding !== b && plan.overTotal.get(domainOf(b))?.binding !== b,
-    )
-    .map((b) => ({
-      name: domainOf(b),
-      binding: { namespace: b.metadata.namespace!, name: b.metadata.name! },
-      blockSize: b.spec.domain.blockSize,
-      dtype: b.spec.domain.dtype,
-    }));
-  // A contested domain is listed once (its first claimant): status.domains is keyed by name.
-  const seenNames = new Set<string>();
-  for (let k = domains.length - 1; k >= 0; k--) {
-    if (seenNames.has(domains[k]!.name)) domains.splice(k, 1);
-    else seenNames.add(domains[k]!.name);
-  }
-  for (const retained of m.retained) {
-    const prior = pool.status?.domains?.find((d) => d.name === retained);
-    if (prior && !domains.some((d) => d.name === retained)) domains.push(prior);
-  }
-  domains.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const conditions = [...masterConditions(pool, m), quotaWithinTotal(pool, live, m)];
+  const domains = poolDomains(pool, live, plan, m);
   const usage = poolUsage(
     domains.map((d) => d.name),
     m,
@@ -181,6 +128,72 @@ export function decidePool(
       ...(usedBy.length ? { usedBy: usedBy.slice(0, listedInStatus) } : {}),
     },
   };
+}
+
+/** BackendResolved, then (when it resolved) what the master's ledger and capacity allow. */
+function masterConditions(pool: KVCachePool, m: MasterReport): DecidedCondition[] {
+  if (m.unresolved)
+    return [decided(PoolCondition.BackendResolved, 'False', m.unresolved.reason, m.unresolved.message)];
+  return [
+    decided(
+      PoolCondition.BackendResolved,
+      'True',
+      PoolReason.Resolved,
+      `backend ${pool.spec.backends[0]} serves this pool`,
+    ),
+    ...ledgerConditions(m),
+    capacityCondition(m),
+  ];
+}
+
+/** Whether the live Bindings' ceilings fit the pool's quota.total: a note only, no grant depends on it. */
+function quotaWithinTotal(pool: KVCachePool, live: KVCachePoolBinding[], m: MasterReport): DecidedCondition {
+  const sum = live.reduce((s, b) => s + parseQuantityBytes(b.spec.quota.ceiling), 0n);
+  const total = parseQuantityBytes(pool.spec.quota.total);
+  const grants = grantsOnMaster(m);
+  return sum <= total
+    ? decided(
+        PoolCondition.QuotaWithinTotal,
+        'True',
+        PoolReason.WithinTotal,
+        `the Bindings' ceilings sum to ${formatQuantity(sum)}, within the pool's ${formatQuantity(total)}${grants.cut ? `. ${grants.text}` : ''}`,
+      )
+    : decided(
+        PoolCondition.QuotaWithinTotal,
+        'False',
+        PoolReason.Oversubscribed,
+        `the Bindings' ceilings sum to ${formatQuantity(sum)}, past the pool's quota.total of ${formatQuantity(total)}. ${grants.text}`,
+      );
+}
+
+/** The domains the pool lists, by name: its live Bindings' own, and those the master still retains. */
+function poolDomains(
+  pool: KVCachePool,
+  live: KVCachePoolBinding[],
+  plan: LedgerPlan,
+  m: MasterReport,
+): PoolDomain[] {
+  const domains: PoolDomain[] = live
+    .filter(
+      (b) => plan.foreign.get(domainOf(b))?.binding !== b && plan.overTotal.get(domainOf(b))?.binding !== b,
+    )
+    .map((b) => ({
+      name: domainOf(b),
+      binding: { namespace: b.metadata.namespace!, name: b.metadata.name! },
+      blockSize: b.spec.domain.blockSize,
+      dtype: b.spec.domain.dtype,
+    }));
+  // A contested domain is listed once (its first claimant): status.domains is keyed by name.
+  const seenNames = new Set<string>();
+  for (let k = domains.length - 1; k >= 0; k--) {
+    if (seenNames.has(domains[k]!.name)) domains.splice(k, 1);
+    else seenNames.add(domains[k]!.name);
+  }
+  for (const retained of m.retained) {
+    const prior = pool.status?.domains?.find((d) => d.name === retained);
+    if (prior && !domains.some((d) => d.name === retained)) domains.push(prior);
+  }
+  return domains.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 /**
