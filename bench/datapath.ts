@@ -13,10 +13,10 @@ import { installCrds } from '../local/install-crds.ts';
 import { mooncakeBinary } from '../local/toolchain.ts';
 import { clientConfigAnnotation } from '../src/inject/types.ts';
 import { KubeClient, type KubeObject } from '../src/kube/client.ts';
-import { binding, externalBackend, pool } from '../test/support/kvcache-fixtures.ts';
+import { binding, externalBackend, pool } from '../test/builders/index.ts';
 import { MooncakeStore } from '../test/support/mooncake-store.ts';
 import { startOperatorInProcess } from '../test/support/operator.ts';
-import { untilBinding } from '../test/support/pool-fixtures.ts';
+import { untilBinding } from '../test/support/pool-waits.ts';
 import { median, percentile, round, writeResult } from './results.ts';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5);

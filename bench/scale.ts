@@ -19,7 +19,7 @@ import { KubeClient, type KubeObject } from '../src/kube/client.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
 import { parsePrometheusText } from '../src/store/prometheus.ts';
 import { parseQuantityBytes } from '../src/vocabulary/quantity.ts';
-import { externalBackend } from '../test/support/kvcache-fixtures.ts';
+import { externalBackend } from '../test/builders/index.ts';
 import { MooncakeStore } from '../test/support/mooncake-store.ts';
 import { accountKubeconfig, installOperatorAccess } from '../test/support/operator-access.ts';
 import { startOperatorProcess } from '../test/support/operator-process.ts';

@@ -10,6 +10,7 @@ import { chartDir } from '../../local/helm.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { mutatingConfigurationName, validatingConfigurationName } from '../../src/webhooks/configuration.ts';
 import { type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
+import { podsMatching } from '../support/pods.ts';
 import { seedText } from '../support/seed.ts';
 import { runStoreClient } from '../support/store-client.ts';
 import { waitFor } from '../support/wait.ts';
@@ -22,13 +23,7 @@ type Pod = KubeObject & {
 
 describe('the chart on the local cluster: another namespace, upgrade, uninstall', () => {
   let e: E2ECluster;
-  const pods = async (selector: string) =>
-    (
-      await e.cluster.client.list<Pod>(
-        { apiVersion: 'v1', kind: 'Pod', namespace: ns },
-        { labelSelector: selector },
-      )
-    ).items;
+  const pods = (selector: string) => podsMatching<Pod>(e.cluster.client, ns, selector);
   const storePods = () => pods('app.kubernetes.io/name=kv-cache-backend');
   const servingLeaderIp = async () => {
     const leaders = await pods('app.kubernetes.io/component=leader');

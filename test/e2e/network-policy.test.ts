@@ -10,9 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import type { NetworkPolicy } from 'kubernetes-types/networking/v1.js';
 import { storeImage } from '../../images/recipes.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { binding, pool } from '../support/kvcache-fixtures.ts';
+import { binding, pool, v1 } from '../builders/index.ts';
 import { type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
-import { v1 } from '../support/pool-fixtures.ts';
 import { waitFor } from '../support/wait.ts';
 
 const storeNs = 'gpustack-system';

@@ -18,9 +18,8 @@ import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Pod as CorePod, Node } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend, KVCachePoolBinding } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { backend, group } from '../support/kvcache-fixtures.ts';
+import { backend, binding, group, pool, v1 } from '../builders/index.ts';
 import { type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
-import { binding, pool, v1 } from '../support/pool-fixtures.ts';
 import { runStoreClient } from '../support/store-client.ts';
 import { sha256 } from '../support/tier-files.ts';
 import { waitFor } from '../support/wait.ts';
@@ -199,8 +198,8 @@ describe('a node that dies and comes back', () => {
     e = await startE2ECluster();
     await e.kubectl(['create', 'namespace', team]);
     await client().create(nodeDeathBackend());
-    await client().create(pool(name, name, fullCapacity));
-    await client().create(binding(team, team, name, ceiling, {}));
+    await client().create(pool(name, { backend: name, total: fullCapacity }));
+    await client().create(binding(team, team, { pool: name, ceiling, domain: null }));
   });
   // The cluster ends as it started: every node Ready (a node a failed test left down is started again),
   // then stopped whole. The Binding is not deleted: its domain holds objects, which a purge removes

@@ -16,6 +16,7 @@ import type { KubeObject } from '../../src/kube/object.ts';
 import { finalizer } from '../../src/vocabulary/identity.ts';
 import { mutatingConfigurationName, validatingConfigurationName } from '../../src/webhooks/configuration.ts';
 import { type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
+import { podsMatching } from '../support/pods.ts';
 import { seedText } from '../support/seed.ts';
 import { runStoreClient } from '../support/store-client.ts';
 import { waitFor } from '../support/wait.ts';
@@ -40,13 +41,7 @@ const userObjects = [
 
 describe('kvpool without Helm: the documented uninstall keeps every object and the store', () => {
   let e: E2ECluster;
-  const pods = async (selector: string) =>
-    (
-      await e.cluster.client.list<Pod>(
-        { apiVersion: 'v1', kind: 'Pod', namespace: ns },
-        { labelSelector: selector },
-      )
-    ).items;
+  const pods = (selector: string) => podsMatching<Pod>(e.cluster.client, ns, selector);
   const storePods = async () =>
     new Map(
       (await pods('app.kubernetes.io/name=kv-cache-backend')).map((p) => [

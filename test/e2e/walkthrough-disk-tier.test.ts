@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
+import { type ManagedConnection, managedBackend } from '../builders/index.ts';
 import { conditionOf, type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
 import { seedText } from '../support/seed.ts';
 import { runStoreClient } from '../support/store-client.ts';
@@ -25,26 +26,17 @@ function diskBackend(
   extra: Record<string, unknown> = {},
   leader: Record<string, unknown> = {},
 ): KubeObject {
-  return {
-    apiVersion: 'worker.gpustack.ai/v1',
-    kind: 'KVCacheBackend',
-    metadata: { name },
-    spec: {
-      connection: {
-        managed: {
-          leader,
-          members: [
-            {
-              nodeSelector: { kvcache: 'true' },
-              medium: 'DRAM',
-              capacityPerMember: '64Mi',
-              localDisks: [{ path, capacity: '1Gi', ...extra }],
-            },
-          ],
-        },
+  return managedBackend(name, {
+    leader,
+    members: [
+      {
+        nodeSelector: { kvcache: 'true' },
+        medium: 'DRAM',
+        capacityPerMember: '64Mi',
+        localDisks: [{ path, capacity: '1Gi', ...extra }],
       },
-    },
-  } as KubeObject;
+    ],
+  } as ManagedConnection);
 }
 
 describe('Step 5: the local disk tier on the local cluster', () => {

@@ -25,6 +25,7 @@ import { runConsoleBlock, type Shell } from '../support/doc-runner.ts';
 import { makeDoctorFaults } from '../support/doctor-faults.ts';
 import { expectDeletionHeld } from '../support/held-deletion.ts';
 import { conditionOf, type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
+import { readyReplicas } from '../support/pods.ts';
 import { seedText } from '../support/seed.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -93,17 +94,7 @@ describe('docs/walkthrough.md runs as written on the local cluster', () => {
   const json = async <T>(...args: string[]) => JSON.parse((await plugin(...args, '-o', 'json')).stdout) as T;
   const binding = (namespace: string, name: string) =>
     e.cluster.client.get<KVCachePoolBinding>({ apiVersion: v1, kind: 'KVCachePoolBinding', namespace, name });
-  const ready = async (md: string) =>
-    (
-      await e.cluster.client.list<Pod>(
-        { apiVersion: 'v1', kind: 'Pod', namespace: 'team-a' },
-        { labelSelector: `app.kubernetes.io/instance=${md}` },
-      )
-    ).items.filter(
-      (p) =>
-        p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') &&
-        !p.metadata.deletionTimestamp,
-    );
+  const ready = (md: string) => readyReplicas<Pod>(e.cluster.client, md);
   const complete = async (p: Pod, prompt: string) =>
     (await (
       await fetch(`http://${p.status!.podIP}:8000/v1/completions`, {

@@ -10,6 +10,7 @@ import type { KubeObject } from '../../src/kube/object.ts';
 import { parsePrometheusText } from '../../src/store/prometheus.ts';
 import { expectDeletionHeld } from '../support/held-deletion.ts';
 import { conditionOf, type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
+import { readyReplicas } from '../support/pods.ts';
 import { seedText } from '../support/seed.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -19,17 +20,7 @@ const words = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `w${f
 
 describe('the walkthrough workloads on the local cluster', () => {
   let e: E2ECluster;
-  const replicas = async (md: string) =>
-    (
-      await e.cluster.client.list<Pod>(
-        { apiVersion: 'v1', kind: 'Pod', namespace: 'team-a' },
-        { labelSelector: `app.kubernetes.io/instance=${md}` },
-      )
-    ).items.filter(
-      (p) =>
-        p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') &&
-        !p.metadata.deletionTimestamp,
-    );
+  const replicas = (md: string) => readyReplicas<Pod>(e.cluster.client, md);
   const complete = async (ip: string, prompt: string) =>
     (await (
       await fetch(`http://${ip}:8000/v1/completions`, {

@@ -16,9 +16,10 @@ import { descendants, processTable } from '../../local/process-tree.ts';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { parseQuantityBytes } from '../../src/vocabulary/quantity.ts';
+import { tierBackend, tierPath } from '../builders/index.ts';
 import { conditionOf, type E2ECluster, startE2ECluster } from '../support/local-cluster.ts';
+import { masterFigures } from '../support/master-figures.ts';
 import { runStoreClient } from '../support/store-client.ts';
-import { masterFigures, tierBackend, tierPath } from '../support/tier-backend.ts';
 import { keysOnTier, sha256, tierFiles, type Written } from '../support/tier-files.ts';
 import { waitFor } from '../support/wait.ts';
 

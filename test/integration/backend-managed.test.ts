@@ -10,6 +10,7 @@ import type { KubeObject } from '../../src/kube/object.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
+import { registerReadyNodes } from '../support/ready-nodes.ts';
 import { afterReconciles } from '../support/reconciles.ts';
 import { seedObjects } from '../support/seed.ts';
 import { waitFor } from '../support/wait.ts';
@@ -53,28 +54,7 @@ describe('a managed backend (Step 1, then Step 4) with the Deployment and Daemon
   before(async () => {
     cluster = await startIsolatedCluster({ controllers: true });
     await ensureNamespace(cluster.client, ns);
-    // Two Nodes as a kubelet would register them: Ready, with allocatable memory, no not-ready taint.
-    for (const node of ['node-a', 'node-b']) {
-      const ref = { apiVersion: 'v1', kind: 'Node', name: node };
-      await cluster.client.create({
-        apiVersion: 'v1',
-        kind: 'Node',
-        metadata: { name: node, labels: { 'kubernetes.io/os': 'linux', 'kubernetes.io/hostname': node } },
-      } as KubeObject);
-      await cluster.client.mergePatch(ref, { spec: { taints: null } });
-      const capacity = { cpu: '8', memory: '64Gi', pods: '110' };
-      await cluster.client.mergePatch(
-        ref,
-        {
-          status: {
-            capacity,
-            allocatable: capacity,
-            conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'ready' }],
-          },
-        },
-        'status',
-      );
-    }
+    await registerReadyNodes(cluster.client, ['node-a', 'node-b']);
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
     await cluster.client.create(seed('step-1-store.yaml'));
   });

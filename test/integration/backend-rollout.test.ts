@@ -9,10 +9,12 @@ import { after, before, describe, it } from 'node:test';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { KVCacheBackend } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
+import { group, managedBackend } from '../builders/index.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
 import { PodStatusWriter } from '../support/pod-status-writer.ts';
+import { registerReadyNodes } from '../support/ready-nodes.ts';
 import { waitFor } from '../support/wait.ts';
 
 const ns = 'gpustack-system';
@@ -61,44 +63,15 @@ describe('a two-node backend with three leader replicas', () => {
   before(async () => {
     cluster = await startIsolatedCluster({ controllers: true });
     await ensureNamespace(cluster.client, ns);
-    for (const node of ['node-a', 'node-b']) {
-      const ref = { apiVersion: 'v1', kind: 'Node', name: node };
-      await cluster.client.create({
-        apiVersion: 'v1',
-        kind: 'Node',
-        metadata: { name: node, labels: { 'kubernetes.io/os': 'linux', 'kubernetes.io/hostname': node } },
-      } as KubeObject);
-      await cluster.client.mergePatch(ref, { spec: { taints: null } });
-      const capacity = { cpu: '8', memory: '64Gi', pods: '110' };
-      await cluster.client.mergePatch(
-        ref,
-        {
-          status: {
-            capacity,
-            allocatable: capacity,
-            conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'ready' }],
-          },
-        },
-        'status',
-      );
-    }
+    await registerReadyNodes(cluster.client, ['node-a', 'node-b']);
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath);
-    await cluster.client.create({
-      apiVersion: 'worker.gpustack.ai/v1',
-      kind: 'KVCacheBackend',
-      metadata: { name },
-      spec: {
-        image: 'registry.example.com/kvpool-store:1.0',
-        connection: {
-          managed: {
-            leader: { replicas: 3 },
-            members: [
-              { nodeSelector: { 'kubernetes.io/os': 'linux' }, medium: 'DRAM', capacityPerMember: '1Gi' },
-            ],
-          },
-        },
-      },
-    } as KubeObject);
+    await cluster.client.create(
+      managedBackend(
+        name,
+        { leader: { replicas: 3 }, members: [group({ capacityPerMember: '1Gi' })] },
+        { image: 'registry.example.com/kvpool-store:1.0' },
+      ),
+    );
     writer = new PodStatusWriter(cluster.client, ns, `${name}-leader`, 1500);
     await waitFor(
       async () => {

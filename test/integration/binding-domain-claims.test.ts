@@ -8,12 +8,12 @@ import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { runUninstall } from '../../src/kvpool/uninstall.ts';
 import { claimName, claimSelector, type DomainClaim } from '../../src/vocabulary/domain-claims.ts';
+import { binding, externalBackend, pool, v1 } from '../builders/index.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
-import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { v1 } from '../support/pool-fixtures.ts';
+import { refusalOf } from '../support/refusal.ts';
 import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;
@@ -38,14 +38,7 @@ describe('Binding domain claims', () => {
       namespace: ns,
       name: claimName('ledger', domain),
     });
-  const refusal = async (p: Promise<unknown>) => {
-    const err = await p.then(
-      () => assert.fail('admitted'),
-      (e: unknown) => e,
-    );
-    assert.ok(err instanceof ApiError, String(err));
-    return err.message;
-  };
+  const refusal = async (p: Promise<unknown>) => (await refusalOf(p)).message;
   const create = (namespace: string, name: string, domain: string) =>
     cluster.client.create(binding(namespace, name, { pool: 'pool-l', ceiling: '1Mi', domain: domain }));
 

@@ -7,11 +7,12 @@ import { after, before, describe, it } from 'node:test';
 import type { ConfigMap, Service } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend, KVCachePool, ModelDeployment } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
+import { instanceType, managedBackend, modelDeployment, runnerImage, v1 } from '../builders/index.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { condition, v1 } from '../support/pool-fixtures.ts';
-import { waitFor } from '../support/wait.ts';
+import { condition } from '../support/pool-waits.ts';
+import { untilGone, waitFor } from '../support/wait.ts';
 
 const system = 'gpustack-system';
 
@@ -25,21 +26,15 @@ function someoneElsesService(name: string, namespace: string): KubeObject<Servic
 }
 
 /** A managed backend of one DRAM member group, the image given so no Setting is needed. */
-const managedBackend = (name: string) =>
-  ({
-    apiVersion: v1,
-    kind: 'KVCacheBackend',
-    metadata: { name },
-    spec: {
-      image: 'registry.example.com/kvpool-store:1.0',
-      connection: {
-        managed: {
-          leader: {},
-          members: [{ nodeSelector: { kvcache: 'true' }, medium: 'DRAM', capacityPerMember: '1Gi' }],
-        },
-      },
+const imagedBackend = (name: string) =>
+  managedBackend(
+    name,
+    {
+      leader: {},
+      members: [{ nodeSelector: { kvcache: 'true' }, medium: 'DRAM', capacityPerMember: '1Gi' }],
     },
-  }) as KubeObject;
+    { image: 'registry.example.com/kvpool-store:1.0' },
+  );
 
 describe('objects kvpool does not own', () => {
   let cluster: IsolatedCluster;
@@ -65,12 +60,7 @@ describe('objects kvpool does not own', () => {
     cluster = await startIsolatedCluster();
     for (const ns of [system, 'team-a']) await ensureNamespace(cluster.client, ns);
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { observeIntervalMs: 2000 });
-    await cluster.client.create({
-      apiVersion: v1,
-      kind: 'InstanceType',
-      metadata: { name: 'local' },
-      spec: { os: 'linux', arch: 'amd64', unitResources: { cpu: '1', ram: '2Gi' }, localStorage: '10Gi' },
-    } as KubeObject);
+    await cluster.client.create(instanceType('local'));
   });
   after(async () => {
     await operator?.stop();
@@ -79,16 +69,12 @@ describe('objects kvpool does not own', () => {
 
   it('leaves a Service named like a ModelDeployment as it is, names it in the status, and keeps it when the deployment goes', async () => {
     await cluster.client.create(someoneElsesService('qwen', 'team-a'));
-    await cluster.client.create({
-      apiVersion: v1,
-      kind: 'ModelDeployment',
-      metadata: { name: 'qwen', namespace: 'team-a' },
-      spec: {
-        model: { name: 'Qwen/Qwen2.5-0.5B-Instruct' },
-        engine: { name: 'vLLM', image: 'gpustack/runner:cuda13.0-vllm0.29.0' },
-        roles: [{ name: 'server', instanceType: 'local' }],
-      },
-    } as KubeObject);
+    await cluster.client.create(
+      modelDeployment('qwen', {
+        spec: { model: { name: 'Qwen/Qwen2.5-0.5B-Instruct' }, engine: { name: 'vLLM', image: runnerImage } },
+        roles: [{ instanceType: 'local' }],
+      }),
+    );
     const md = await waitFor(
       () =>
         cluster.client.find<ModelDeployment>({
@@ -124,16 +110,9 @@ describe('objects kvpool does not own', () => {
       namespace: 'team-a',
       name: 'qwen',
     });
-    await waitFor(
-      async () =>
-        (await cluster.client.find({
-          apiVersion: v1,
-          kind: 'ModelDeployment',
-          namespace: 'team-a',
-          name: 'qwen',
-        }))
-          ? undefined
-          : true,
+    await untilGone(
+      cluster.client,
+      { apiVersion: v1, kind: 'ModelDeployment', namespace: 'team-a', name: 'qwen' },
       { what: 'ModelDeployment qwen to be gone' },
     );
     await untouched('qwen', 'team-a');
@@ -141,7 +120,7 @@ describe('objects kvpool does not own', () => {
 
   it("leaves a Service named like a backend's leader Service as it is and names it in the backend status", async () => {
     await cluster.client.create(someoneElsesService('store-leader', system));
-    await cluster.client.create(managedBackend('store'));
+    await cluster.client.create(imagedBackend('store'));
     const backend = await waitFor(
       () => cluster.client.find<KVCacheBackend>({ apiVersion: v1, kind: 'KVCacheBackend', name: 'store' }),
       {
@@ -172,7 +151,7 @@ describe('objects kvpool does not own', () => {
       data: { 'tenant-quota-policy.yaml': 'mine: true\n' },
     };
     await cluster.client.create(policy);
-    await cluster.client.create(managedBackend('other'));
+    await cluster.client.create(imagedBackend('other'));
     await cluster.client.create({
       apiVersion: v1,
       kind: 'KVCachePool',

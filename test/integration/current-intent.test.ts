@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 import { intentConfirmation } from '../../src/operator-io/current-intent.ts';
+import { externalBackend } from '../builders/index.ts';
 import { testClient, uniqueName } from '../support/cluster.ts';
-import { externalBackend } from '../support/kvcache-fixtures.ts';
 
 type Backend = KubeObject & {
   spec: { connection: { external: { endpoints: { name: string; address: string }[] } } };

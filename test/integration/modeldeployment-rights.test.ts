@@ -6,30 +6,28 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Deployment } from 'kubernetes-types/apps/v1.js';
 import { renderAllCrds } from '../../src/api/crd.ts';
+import type { ModelDeploymentRole } from '../../src/api/model-deployment.ts';
 import type { ModelDeployment } from '../../src/api/types.ts';
-import { ApiError } from '../../src/kube/errors.ts';
+import type { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
+import { instanceType, modelDeployment, runnerImage, v1 } from '../builders/index.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { condition, v1 } from '../support/pool-fixtures.ts';
-import { waitFor } from '../support/wait.ts';
+import { condition } from '../support/pool-waits.ts';
+import { refusalOf } from '../support/refusal.ts';
+import { untilGone, waitFor } from '../support/wait.ts';
 
 const ns = 'team-a';
 const rule = 'the operator creates engine Pods with its own rights';
 const ownDeployment = 'kvcache.gpustack.ai/inject=true';
 
 function deployment(name: string, role: Record<string, unknown> = {}): KubeObject {
-  return {
-    apiVersion: v1,
-    kind: 'ModelDeployment',
-    metadata: { name, namespace: ns },
-    spec: {
-      model: { name: 'Qwen/Qwen2.5-7B-Instruct' },
-      engine: { name: 'vLLM', image: 'gpustack/runner:cuda13.0-vllm0.29.0' },
-      roles: [{ name: 'server', instanceType: 'local', ...role }],
-    },
-  } as KubeObject;
+  return modelDeployment(name, {
+    metadata: { namespace: ns },
+    spec: { engine: { name: 'vLLM', image: runnerImage } },
+    roles: [{ instanceType: 'local', ...role } as Partial<ModelDeploymentRole>],
+  });
 }
 
 const nodeRoot = { name: 'node', hostPath: { path: '/' }, mountPath: '/host' };
@@ -68,24 +66,13 @@ describe('ModelDeployment: no more than baseline, though the operator creates th
         }),
       { what: `Deployment ${name}`, timeoutMs: 15_000 },
     );
-  const refusal = async (obj: KubeObject | Promise<unknown>): Promise<ApiError> => {
-    const err = await (obj instanceof Promise ? obj : cluster.client.create(obj)).then(
-      () => assert.fail('admitted'),
-      (e: unknown) => e,
-    );
-    assert.ok(err instanceof ApiError, String(err));
-    return err;
-  };
+  const refusal = (obj: KubeObject | Promise<unknown>): Promise<ApiError> =>
+    refusalOf(obj instanceof Promise ? obj : cluster.client.create(obj));
 
   before(async () => {
     cluster = await startIsolatedCluster();
     await ensureNamespace(cluster.client, ns);
-    await cluster.client.create({
-      apiVersion: v1,
-      kind: 'InstanceType',
-      metadata: { name: 'local' },
-      spec: { os: 'linux', arch: 'amd64', unitResources: { cpu: '1', ram: '2Gi' }, localStorage: '10Gi' },
-    } as KubeObject);
+    await cluster.client.create(instanceType('local'));
     // Stored while neither the schema nor admission refused it: an installation being upgraded.
     await cluster.client.apply(crdBeforeTheRule(), { fieldManager: 'kvpool-installer', force: true });
     await waitFor(
@@ -176,16 +163,9 @@ describe('ModelDeployment: no more than baseline, though the operator creates th
     assert.ok(edit.message.includes('spec.roles[0].privileged'), edit.message);
     // The finalizer's removal is a metadata-only update: neither the schema nor admission refuses it.
     await cluster.client.delete({ apiVersion: v1, kind: 'ModelDeployment', namespace: ns, name: 'stored' });
-    await waitFor(
-      async () =>
-        (await cluster.client.find({
-          apiVersion: v1,
-          kind: 'ModelDeployment',
-          namespace: ns,
-          name: 'stored',
-        }))
-          ? undefined
-          : true,
+    await untilGone(
+      cluster.client,
+      { apiVersion: v1, kind: 'ModelDeployment', namespace: ns, name: 'stored' },
       { what: 'the stored deployment gone', timeoutMs: 15_000 },
     );
   });

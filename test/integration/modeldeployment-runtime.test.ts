@@ -4,14 +4,15 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { ModelDeploymentRole } from '../../src/api/model-deployment.ts';
 import type { ModelDeployment } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { ensureNamespace } from '../support/cluster.ts';
-import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
-import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
-import { MooncakeStore } from '../support/mooncake-store.ts';
-import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { condition, untilBinding, v1 } from '../support/pool-fixtures.ts';
+import { a10g, modelDeployment, v1 } from '../builders/index.ts';
+import type { IsolatedCluster } from '../support/isolated-cluster.ts';
+import type { MooncakeStore } from '../support/mooncake-store.ts';
+import type { InProcessOperator } from '../support/operator.ts';
+import { createReadyBinding, startPoolStack, stopPoolStack } from '../support/pool-stack.ts';
+import { condition } from '../support/pool-waits.ts';
 import { waitFor } from '../support/wait.ts';
 
 type Workload = KubeObject & {
@@ -22,18 +23,11 @@ type ManagedField = { manager: string; operation: string; fieldsV1?: { 'f:spec'?
 const group = 'acceleratable.feature.gpustack.ai/nvidia-a10g';
 const runtime = 'acceleratable.feature.gpustack.ai/nvidia.runtime-version';
 
-const deployment = (name: string, spec: Partial<ModelDeployment['spec']>, roles: Record<string, unknown>[]) =>
-  ({
-    apiVersion: v1,
-    kind: 'ModelDeployment',
-    metadata: { name, namespace: 'team-a' },
-    spec: {
-      model: { name: 'Qwen/Qwen2.5-7B-Instruct' },
-      engine: { name: 'vLLM', version: '0.29.0' },
-      ...spec,
-      roles: roles.map((r) => ({ name: 'server', instanceType: 'nvidia-a10g', ...r })),
-    },
-  }) as KubeObject;
+const deployment = (
+  name: string,
+  spec: Partial<ModelDeployment['spec']>,
+  roles: Partial<ModelDeploymentRole>[],
+) => modelDeployment(name, { spec, roles });
 
 describe('ModelDeployment images, render failures and held replicas', () => {
   let cluster: IsolatedCluster;
@@ -64,38 +58,11 @@ describe('ModelDeployment images, render failures and held replicas', () => {
     );
 
   before(async () => {
-    [cluster, store] = await Promise.all([
-      startIsolatedCluster(),
-      MooncakeStore.start({ members: 1, memberBytes: 64 << 20, tenants: [] }),
-    ]);
-    for (const ns of ['gpustack-system', 'team-a']) await ensureNamespace(cluster.client, ns);
-    operator = await startOperatorInProcess(cluster.cp.kubeconfigPath);
-    await cluster.client.create({
-      apiVersion: v1,
-      kind: 'InstanceType',
-      metadata: { name: 'nvidia-a10g' },
-      spec: {
-        acceleratable: true,
-        acceleratorGroup: 'nvidia-a10g',
-        manufacturer: 'nvidia',
-        os: 'linux',
-        arch: 'amd64',
-        unitResources: { cpu: '8', ram: '32Gi' },
-        localStorage: '100Gi',
-      },
-    } as KubeObject);
-    await cluster.client.create(externalBackend('mooncake-dram', store));
-    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '64Mi' }));
-    await cluster.client.create(
-      binding('team-a', 'team-a', { pool: 'shared-dram', ceiling: '32Mi', domain: 'chat' }),
-    );
-    await untilBinding(cluster.client, 'team-a', 'team-a', 'Ready', (b) => b.status?.phase === 'Ready');
+    ({ cluster, store, operator } = await startPoolStack({ namespaces: ['team-a'] }));
+    await cluster.client.create(a10g);
+    await createReadyBinding(cluster.client, 'team-a', 'team-a', { ceiling: '32Mi', domain: 'chat' });
   });
-  after(async () => {
-    await operator?.stop();
-    await store?.stop();
-    await cluster?.stop();
-  });
+  after(() => stopPoolStack({ operator, store, cluster }));
 
   it('shows why a role cannot be rendered in status, naming the image fields', async () => {
     await cluster.client.create(deployment('untagged', {}, [{}]));

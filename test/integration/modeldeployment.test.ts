@@ -6,12 +6,13 @@ import { after, before, describe, it } from 'node:test';
 import type { KVCachePool, ModelDeployment } from '../../src/api/types.ts';
 import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
+import { binding, type EnginePod, externalBackend, instanceType, pool, v1 } from '../builders/index.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
-import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { condition, untilBinding, untilPool, v1 } from '../support/pool-fixtures.ts';
+import { condition, untilBinding, untilPool } from '../support/pool-waits.ts';
+import { refusalOf } from '../support/refusal.ts';
 import { seedObjects } from '../support/seed.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -26,19 +27,6 @@ type Loose = KubeObject & {
     };
   };
 };
-type PodObj = KubeObject & {
-  spec: {
-    containers: {
-      name: string;
-      image?: string;
-      command?: string[];
-      args?: string[];
-      env?: { name: string; value?: string }[];
-    }[];
-    volumes?: { name: string }[];
-  };
-};
-
 describe('ModelDeployment and Pod injection', () => {
   let cluster: IsolatedCluster;
   let store: MooncakeStore;
@@ -49,25 +37,20 @@ describe('ModelDeployment and Pod injection', () => {
       { what: `Deployment ${name}`, timeoutMs: 15_000 },
     );
   const refused = async (obj: KubeObject, ...says: string[]) => {
-    const err = await cluster.client.create(obj).then(
-      () => assert.fail('admitted'),
-      (e: unknown) => e,
-    );
-    assert.ok(err instanceof ApiError, String(err));
-    for (const s of says) assert.ok(err.message.includes(s), `message lacks "${s}": ${err.message}`);
+    await refusalOf(cluster.client.create(obj), ...says);
   };
   const pod = (
     name: string,
     labels: Record<string, string>,
     annotations: Record<string, string>,
     command = ['vllm', 'serve', 'Qwen/Qwen2.5-7B-Instruct'],
-  ): PodObj =>
+  ): EnginePod =>
     ({
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name, namespace: 'team-a', labels, annotations },
       spec: { containers: [{ name: 'engine', image: 'gpustack/runner:cuda13.0-vllm0.29.0', command }] },
-    }) as PodObj;
+    }) as EnginePod;
 
   before(async () => {
     [cluster, store] = await Promise.all([
@@ -76,12 +59,7 @@ describe('ModelDeployment and Pod injection', () => {
     ]);
     for (const ns of ['gpustack-system', 'team-a']) await ensureNamespace(cluster.client, ns);
     operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
-    await cluster.client.create({
-      apiVersion: v1,
-      kind: 'InstanceType',
-      metadata: { name: 'local' },
-      spec: { os: 'linux', arch: 'amd64', unitResources: { cpu: '1', ram: '2Gi' }, localStorage: '10Gi' },
-    } as KubeObject);
+    await cluster.client.create(instanceType('local'));
     await cluster.client.create(externalBackend('mooncake-dram', store));
     await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '64Mi' }));
     for (const obj of seedObjects('step-2-pool-binding.yaml').filter(
@@ -278,7 +256,7 @@ describe('ModelDeployment and Pod injection', () => {
   });
 
   it('injects an opted-in Pod and records what it did; leaves other Pods untouched', async () => {
-    const created = await cluster.client.create<PodObj>(
+    const created = await cluster.client.create<EnginePod>(
       pod(
         'vllm-pod',
         { 'kvcache.gpustack.ai/inject': 'true' },
@@ -302,7 +280,7 @@ describe('ModelDeployment and Pod injection', () => {
       launchProgram: 'vllm',
       launchArgsForwarded: false,
     });
-    const plain = await cluster.client.create<PodObj>(
+    const plain = await cluster.client.create<EnginePod>(
       pod('plain-pod', {}, { 'kvcache.gpustack.ai/binding': 'qwen-fp8' }),
     );
     assert.equal(plain.spec.containers[0]!.args, undefined);
@@ -350,7 +328,7 @@ describe('ModelDeployment and Pod injection', () => {
   });
 
   it('freezes the injected record after create', async () => {
-    const live = await cluster.client.get<PodObj>({
+    const live = await cluster.client.get<EnginePod>({
       apiVersion: 'v1',
       kind: 'Pod',
       namespace: 'team-a',
@@ -373,7 +351,7 @@ describe('ModelDeployment and Pod injection', () => {
     await cluster.client.create(
       binding('team-a', 'late', { pool: 'shared-dram', ceiling: '8Mi', domain: 'late-v1' }),
     );
-    const created = await cluster.client.create<PodObj>(
+    const created = await cluster.client.create<EnginePod>(
       pod(
         'late-pod',
         { 'kvcache.gpustack.ai/inject': 'true' },
@@ -404,7 +382,7 @@ describe('ModelDeployment and Pod injection', () => {
       60_000,
     );
     assert.notEqual(ledgerOf(pools.get('shared-dram')), 'True', 'the cache still shows the pool from before');
-    const created = await cluster.client.create<PodObj>(
+    const created = await cluster.client.create<EnginePod>(
       pod(
         'after-restart',
         { 'kvcache.gpustack.ai/inject': 'true' },

@@ -8,26 +8,12 @@ import { freePort } from '../../local/ports.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { createCertificateAuthority, loadCertificateAuthority } from '../../src/kube/pki.ts';
 import { allow, deny, WebhookServer } from '../../src/kube/webhook-server.ts';
-import { ensureNamespace } from '../support/cluster.ts';
-import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
-import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
-import { MooncakeStore } from '../support/mooncake-store.ts';
-import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { untilBinding } from '../support/pool-fixtures.ts';
+import type { EnginePod } from '../builders/index.ts';
+import type { IsolatedCluster } from '../support/isolated-cluster.ts';
+import type { MooncakeStore } from '../support/mooncake-store.ts';
+import type { InProcessOperator } from '../support/operator.ts';
+import { createReadyBinding, startPoolStack, stopPoolStack } from '../support/pool-stack.ts';
 import { waitFor } from '../support/wait.ts';
-
-type PodObj = KubeObject & {
-  spec: {
-    containers: {
-      name: string;
-      image?: string;
-      command?: string[];
-      args?: string[];
-      env?: { name: string }[];
-    }[];
-    volumes?: { name: string }[];
-  };
-};
 
 const sidecarLabel = 'mesh.example/inject';
 
@@ -40,23 +26,16 @@ describe('Pod injection with a sidecar injector after it', () => {
   const seen: string[][] = [];
 
   before(async () => {
-    [cluster, store] = await Promise.all([
-      startIsolatedCluster(),
-      MooncakeStore.start({ members: 1, memberBytes: 64 << 20, tenants: [] }),
-    ]);
-    for (const ns of ['gpustack-system', 'team-a']) await ensureNamespace(cluster.client, ns);
-    operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
-    await cluster.client.create(externalBackend('mooncake-dram', store));
-    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '64Mi' }));
-    await cluster.client.create(
-      binding('team-a', 'team-a', { pool: 'shared-dram', ceiling: '32Mi', domain: 'chat' }),
-    );
-    await untilBinding(cluster.client, 'team-a', 'team-a', 'Ready', (b) => b.status?.phase === 'Ready');
+    ({ cluster, store, operator } = await startPoolStack({
+      namespaces: ['team-a'],
+      operator: { webhooks: true },
+    }));
+    await createReadyBinding(cluster.client, 'team-a', 'team-a', { ceiling: '32Mi', domain: 'chat' });
 
     const ca = await createCertificateAuthority('sidecar-injector');
     const port = await freePort();
     sidecar.handle('/inject', (req) => {
-      const pod = req.object as unknown as PodObj;
+      const pod = req.object as unknown as EnginePod;
       if (pod.metadata.labels?.[sidecarLabel] === 'probe') return deny('the sidecar injector answers');
       seen.push(pod.spec.containers[0]?.args ?? []);
       return allow(undefined, [
@@ -121,12 +100,11 @@ describe('Pod injection with a sidecar injector after it', () => {
   after(async () => {
     await operator?.stop();
     await sidecar.stop();
-    await store?.stop();
-    await cluster?.stop();
+    await stopPoolStack({ store, cluster });
   });
 
   it('creates an opted-in Pod injected exactly once, with the sidecar beside it', async () => {
-    const created = await cluster.client.create<PodObj>({
+    const created = await cluster.client.create<EnginePod>({
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: {
@@ -144,7 +122,7 @@ describe('Pod injection with a sidecar injector after it', () => {
           },
         ],
       },
-    } as PodObj);
+    } as EnginePod);
     assert.ok(
       seen.some((args) => args.includes('--kv-transfer-config')),
       'the sidecar injector ran after the injection',

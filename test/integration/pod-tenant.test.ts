@@ -7,12 +7,10 @@ import { after, before, describe, it } from 'node:test';
 import type { Container, Pod } from 'kubernetes-types/core/v1.js';
 import { ApiError } from '../../src/kube/errors.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { ensureNamespace } from '../support/cluster.ts';
-import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
-import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
-import { MooncakeStore } from '../support/mooncake-store.ts';
-import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { untilBinding } from '../support/pool-fixtures.ts';
+import type { IsolatedCluster } from '../support/isolated-cluster.ts';
+import type { MooncakeStore } from '../support/mooncake-store.ts';
+import type { InProcessOperator } from '../support/operator.ts';
+import { createReadyBinding, startPoolStack, stopPoolStack } from '../support/pool-stack.ts';
 
 const sglang: Container = {
   name: 'engine',
@@ -58,24 +56,13 @@ describe('a Pod naming a store tenant', () => {
   };
 
   before(async () => {
-    [cluster, store] = await Promise.all([
-      startIsolatedCluster(),
-      MooncakeStore.start({ members: 1, memberBytes: 64 << 20, tenants: [] }),
-    ]);
-    for (const ns of ['gpustack-system', 'team-a', 'elsewhere']) await ensureNamespace(cluster.client, ns);
-    operator = await startOperatorInProcess(cluster.cp.kubeconfigPath, { webhooks: true });
-    await cluster.client.create(externalBackend('mooncake-dram', store));
-    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '64Mi' }));
-    await cluster.client.create(
-      binding('team-a', 'team-a', { pool: 'shared-dram', ceiling: '32Mi', domain: 'chat' }),
-    );
-    await untilBinding(cluster.client, 'team-a', 'team-a', 'Ready', (b) => b.status?.phase === 'Ready');
+    ({ cluster, store, operator } = await startPoolStack({
+      namespaces: ['team-a', 'elsewhere'],
+      operator: { webhooks: true },
+    }));
+    await createReadyBinding(cluster.client, 'team-a', 'team-a', { ceiling: '32Mi', domain: 'chat' });
   });
-  after(async () => {
-    await operator?.stop();
-    await store?.stop();
-    await cluster?.stop();
-  });
+  after(() => stopPoolStack({ operator, store, cluster }));
 
   it('refuses a Pod without the injection label that names another tenant, naming the field and the fix', async () => {
     const message = await refusal(engine('team-a', { ...sglang, env: tenantEnv('team-b') }));

@@ -13,13 +13,12 @@ import type { KVCachePoolBinding } from '../../src/api/types.ts';
 import { Informer } from '../../src/kube/informer.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { parseQuantityBytes } from '../../src/vocabulary/quantity.ts';
+import { binding, externalBackend, pool, v1 } from '../builders/index.ts';
 import type { AdminFaultProxy } from '../support/admin-fault-proxy.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import type { IsolatedCluster } from '../support/isolated-cluster.ts';
-import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import type { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { v1 } from '../support/pool-fixtures.ts';
 import { startProxiedStore } from '../support/proxied-store.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -17,10 +17,10 @@ import type { ManagedProcess } from '../../local/processes.ts';
 import type { KVCachePoolBinding } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { parseQuantityBytes } from '../../src/vocabulary/quantity.ts';
+import { binding, externalBackend, pool, v1 } from '../builders/index.ts';
 import type { AdminFaultProxy, HeldRequest } from '../support/admin-fault-proxy.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import type { IsolatedCluster } from '../support/isolated-cluster.ts';
-import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import type { MooncakeStore } from '../support/mooncake-store.ts';
 import {
   type AccountKubeconfig,
@@ -28,7 +28,6 @@ import {
   installOperatorAccess,
 } from '../support/operator-access.ts';
 import { startOperatorProcess } from '../support/operator-process.ts';
-import { v1 } from '../support/pool-fixtures.ts';
 import { startProxiedStore } from '../support/proxied-store.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -6,12 +6,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type ApplyOptions, KubeClient, type KubeObject } from '../../src/kube/client.ts';
 import { parseQuantityBytes } from '../../src/vocabulary/quantity.ts';
+import { binding, externalBackend, pool, v1 } from '../builders/index.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
-import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { untilBinding, untilPool, v1 } from '../support/pool-fixtures.ts';
+import { untilBinding, untilPool } from '../support/pool-waits.ts';
 import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;

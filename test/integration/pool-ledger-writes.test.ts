@@ -6,13 +6,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCachePool } from '../../src/api/types.ts';
+import { binding, externalBackend, pool, v1 } from '../builders/index.ts';
 import type { AdminFaultProxy } from '../support/admin-fault-proxy.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import type { IsolatedCluster } from '../support/isolated-cluster.ts';
-import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import type { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { condition, ledgerTenants, untilBinding, v1 } from '../support/pool-fixtures.ts';
+import { condition, ledgerTenants, untilBinding } from '../support/pool-waits.ts';
 import { startProxiedStore } from '../support/proxied-store.ts';
 import { waitFor } from '../support/wait.ts';
 

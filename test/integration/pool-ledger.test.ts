@@ -4,41 +4,26 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCachePoolBinding } from '../../src/api/types.ts';
-import type { KubeObject } from '../../src/kube/object.ts';
 import { parseQuantityBytes } from '../../src/vocabulary/quantity.ts';
+import { binding, externalBackend, modelDeployment, pool, v1 } from '../builders/index.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
-import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import {
-  condition,
-  ledgerTenants,
-  tenantMetric,
-  untilBinding,
-  untilPool,
-  v1,
-} from '../support/pool-fixtures.ts';
+import { condition, ledgerTenants, tenantMetric, untilBinding, untilPool } from '../support/pool-waits.ts';
 import { afterReconciles } from '../support/reconciles.ts';
 import { runStoreClient } from '../support/store-client.ts';
-import { waitFor } from '../support/wait.ts';
+import { untilGone, waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;
 const unit = 8 * MiB;
 
 /** A ModelDeployment in team-a naming a Binding (no replica runs here: there is no kubelet). */
 const deploymentOn = (name: string, bindingName: string) =>
-  ({
-    apiVersion: v1,
-    kind: 'ModelDeployment',
-    metadata: { name, namespace: 'team-a' },
-    spec: {
-      model: { name: 'Qwen/Qwen2.5-7B-Instruct' },
-      engine: { name: 'vLLM', version: '0.29.0' },
-      kvCache: { poolRef: { name: bindingName } },
-      roles: [{ name: 'server', instanceType: 'local' }],
-    },
-  }) as KubeObject;
+  modelDeployment(name, {
+    spec: { kvCache: { poolRef: { name: bindingName } } },
+    roles: [{ instanceType: 'local' }],
+  });
 
 describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled down)', () => {
   let cluster: IsolatedCluster;
@@ -268,16 +253,9 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
       namespace: 'team-a',
       name: 'qwen-chat',
     });
-    await waitFor(
-      async () =>
-        (await cluster.client.find({
-          apiVersion: v1,
-          kind: 'KVCachePoolBinding',
-          namespace: 'team-a',
-          name: 'team-a',
-        }))
-          ? undefined
-          : true,
+    await untilGone(
+      cluster.client,
+      { apiVersion: v1, kind: 'KVCachePoolBinding', namespace: 'team-a', name: 'team-a' },
       { what: 'the Binding to go', timeoutMs: 10_000 },
     );
     assert.ok(!(await ledgerTenants(store)).includes('default'), 'its ledger entry was removed first');
@@ -321,11 +299,9 @@ describe('the tenant ledger on a real multi-tenant master (Steps 2 and 6, scaled
       namespace: 'team-b',
       name: 'b2',
     });
-    await waitFor(
-      async () =>
-        (await cluster.client.find({ apiVersion: v1, kind: 'KVCachePool', name: 'pool-2' }))
-          ? undefined
-          : true,
+    await untilGone(
+      cluster.client,
+      { apiVersion: v1, kind: 'KVCachePool', name: 'pool-2' },
       { what: 'pool-2 to go', timeoutMs: 10_000 },
     );
     assert.ok(!(await ledgerTenants(store)).includes('d2'));

@@ -6,15 +6,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCachePool, KVCachePoolBinding } from '../../src/api/types.ts';
-import { ensureNamespace } from '../support/cluster.ts';
-import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
-import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
-import { MooncakeStore } from '../support/mooncake-store.ts';
-import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { condition, ledgerTenants, untilBinding, untilPool, v1 } from '../support/pool-fixtures.ts';
+import { binding, pool, v1 } from '../builders/index.ts';
+import type { IsolatedCluster } from '../support/isolated-cluster.ts';
+import type { MooncakeStore } from '../support/mooncake-store.ts';
+import type { InProcessOperator } from '../support/operator.ts';
+import { startPoolStack, stopPoolStack } from '../support/pool-stack.ts';
+import { condition, ledgerTenants, untilBinding, untilPool } from '../support/pool-waits.ts';
 import { waitFor } from '../support/wait.ts';
 
-const MiB = 1 << 20;
 const count = 1500;
 const ns = 'many';
 const names = Array.from({ length: count }, (_, i) => `d-${String(i).padStart(4, '0')}`);
@@ -38,20 +37,9 @@ describe(`a pool with ${count} Bindings`, () => {
     ).items;
 
   before(async () => {
-    [cluster, store] = await Promise.all([
-      startIsolatedCluster(),
-      MooncakeStore.start({ members: 1, memberBytes: 64 * MiB, tenants: [] }),
-    ]);
-    for (const n of ['gpustack-system', ns, 'team-a']) await ensureNamespace(cluster.client, n);
-    operator = await startOperatorInProcess(cluster.cp.kubeconfigPath);
-    await cluster.client.create(externalBackend('mooncake-dram', store));
-    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '64Mi' }));
+    ({ cluster, store, operator } = await startPoolStack({ namespaces: [ns, 'team-a'] }));
   });
-  after(async () => {
-    await operator?.stop();
-    await store?.stop();
-    await cluster?.stop();
-  });
+  after(() => stopPoolStack({ operator, store, cluster }));
 
   it('grants every Binding and keeps the pool status small, with counts', async () => {
     // 1,500 ceilings of 16Ki sum to 24Mi, within the master's 64Mi: every grant is the ceiling.

@@ -6,13 +6,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KVCachePool } from '../../src/api/types.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { ensureNamespace } from '../support/cluster.ts';
-import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
-import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
-import { MooncakeStore } from '../support/mooncake-store.ts';
+import { binding, v1 } from '../builders/index.ts';
+import type { IsolatedCluster } from '../support/isolated-cluster.ts';
+import type { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { condition, untilBinding, v1 } from '../support/pool-fixtures.ts';
-import { waitFor } from '../support/wait.ts';
+import { startPoolStack, stopPoolStack } from '../support/pool-stack.ts';
+import { condition, untilBinding } from '../support/pool-waits.ts';
+import { untilGone } from '../support/wait.ts';
 
 const MiB = 1 << 20;
 
@@ -44,20 +44,9 @@ describe('tenants someone else registered on the master', () => {
   };
 
   before(async () => {
-    [cluster, store] = await Promise.all([
-      startIsolatedCluster(),
-      MooncakeStore.start({ members: 1, memberBytes: 64 * MiB, tenants: [] }),
-    ]);
-    for (const ns of ['gpustack-system', 'team-a']) await ensureNamespace(cluster.client, ns);
-    operator = await startOperatorInProcess(cluster.cp.kubeconfigPath);
-    await cluster.client.create(externalBackend('mooncake-dram', store));
-    await cluster.client.create(pool('shared-dram', { backend: 'mooncake-dram', total: '64Mi' }));
+    ({ cluster, store, operator } = await startPoolStack({ namespaces: ['team-a'] }));
   });
-  after(async () => {
-    await operator?.stop();
-    await store?.stop();
-    await cluster?.stop();
-  });
+  after(() => stopPoolStack({ operator, store, cluster }));
 
   it('reports a Binding naming someone else’s tenant as a conflict and leaves the tenant as it is', async () => {
     await putTenant('theirs', 4 * MiB);
@@ -101,16 +90,9 @@ describe('tenants someone else registered on the master', () => {
       namespace: 'team-a',
       name: 'grabby',
     });
-    await waitFor(
-      async () =>
-        (await cluster.client.find({
-          apiVersion: v1,
-          kind: 'KVCachePoolBinding',
-          namespace: 'team-a',
-          name: 'grabby',
-        }))
-          ? undefined
-          : true,
+    await untilGone(
+      cluster.client,
+      { apiVersion: v1, kind: 'KVCachePoolBinding', namespace: 'team-a', name: 'grabby' },
       { what: 'the Binding released', timeoutMs: 10_000 },
     );
     assert.equal((await entries()).get('theirs'), 4 * MiB);

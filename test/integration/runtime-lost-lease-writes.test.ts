@@ -9,15 +9,15 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { binding, externalBackend, pool } from '../builders/index.ts';
 import { AdminFaultProxy } from '../support/admin-fault-proxy.ts';
 import { type AuditedWrite, auditedWrites, describeWrite } from '../support/audit-log.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
-import { binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
 import { LeaseRecorder, takeLease } from '../support/lease-recorder.ts';
 import { MooncakeStore } from '../support/mooncake-store.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { untilBinding } from '../support/pool-fixtures.ts';
+import { untilBinding } from '../support/pool-waits.ts';
 import { waitFor } from '../support/wait.ts';
 
 const MiB = 1 << 20;

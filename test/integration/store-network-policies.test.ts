@@ -5,11 +5,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { NetworkPolicy } from 'kubernetes-types/networking/v1.js';
 import type { KubeObject } from '../../src/kube/object.ts';
+import { binding, pool, v1 } from '../builders/index.ts';
 import { ensureNamespace } from '../support/cluster.ts';
 import { type IsolatedCluster, startIsolatedCluster } from '../support/isolated-cluster.ts';
-import { binding, pool } from '../support/kvcache-fixtures.ts';
 import { type InProcessOperator, startOperatorInProcess } from '../support/operator.ts';
-import { v1 } from '../support/pool-fixtures.ts';
 import { afterReconciles } from '../support/reconciles.ts';
 import { waitFor } from '../support/wait.ts';
 

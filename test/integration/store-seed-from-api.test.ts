@@ -15,8 +15,8 @@ import { renderPolicy, renderSeedConfigMap } from '../../src/controllers/pool/se
 import { KubeClient, type KubeObject } from '../../src/kube/client.ts';
 import { ApiError } from '../../src/kube/errors.ts';
 import { seedConfigMapName } from '../../src/vocabulary/store-objects.ts';
+import { backend } from '../builders/index.ts';
 import { ensureNamespace, testClient, testKubeconfig, uniqueName } from '../support/cluster.ts';
-import { backend } from '../support/kvcache-fixtures.ts';
 import { LeaseRecorder } from '../support/lease-recorder.ts';
 import { type AccountKubeconfig, accountKubeconfig } from '../support/operator-access.ts';
 import { probe, type StoreLeader, type StorePod, startStoreLeader } from '../support/store-program.ts';

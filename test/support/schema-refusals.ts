@@ -5,6 +5,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KubeClient, KubeObject } from '../../src/kube/client.ts';
 import { ApiError } from '../../src/kube/errors.ts';
+import {
+  type ManagedConnection,
+  managedBackend,
+  modelDeployment,
+  runnerImage,
+  instanceType as typedInstanceType,
+} from '../builders/index.ts';
 import { ensureNamespace, testClient, uniqueName } from './cluster.ts';
 
 export const v1 = 'worker.gpustack.ai/v1';
@@ -13,21 +20,12 @@ export const ns = 'refusals';
 export type Obj = KubeObject & { spec: Record<string, unknown> };
 
 export function managed(name: string, members?: unknown[], leader: Record<string, unknown> = {}): Obj {
-  return {
-    apiVersion: v1,
-    kind: 'KVCacheBackend',
-    metadata: { name },
-    spec: {
-      connection: {
-        managed: {
-          leader,
-          members: members ?? [
-            { nodeSelector: { 'kubernetes.io/os': 'linux' }, medium: 'DRAM', capacityPerMember: '8Gi' },
-          ],
-        },
-      },
-    },
-  };
+  return managedBackend(name, {
+    leader,
+    members: members ?? [
+      { nodeSelector: { 'kubernetes.io/os': 'linux' }, medium: 'DRAM', capacityPerMember: '8Gi' },
+    ],
+  } as ManagedConnection) as Obj;
 }
 
 export function external(name: string, endpoints: unknown[]): Obj {
@@ -72,33 +70,17 @@ export function binding(name: string, spec: Record<string, unknown> = {}): Obj {
 }
 
 export function deployment(name: string, spec: Record<string, unknown> = {}): Obj {
-  return {
-    apiVersion: v1,
-    kind: 'ModelDeployment',
-    metadata: { name, namespace: ns },
-    spec: {
-      model: { name: 'Qwen/Qwen2.5-7B-Instruct' },
-      engine: { name: 'vLLM', image: 'gpustack/runner:cuda13.0-vllm0.29.0' },
-      kvCache: { poolRef: { name: 'team-a' } },
-      roles: [{ name: 'server', instanceType: 'local-cpu' }],
-      ...spec,
-    },
-  };
+  const built = modelDeployment(name, {
+    metadata: { namespace: ns },
+    spec: { engine: { name: 'vLLM', image: runnerImage }, kvCache: { poolRef: { name: 'team-a' } } },
+    roles: [{ instanceType: 'local-cpu' }],
+  });
+  return { ...built, spec: { ...built.spec, ...spec } };
 }
 
 export function instanceType(name: string, spec: Record<string, unknown> = {}): Obj {
-  return {
-    apiVersion: v1,
-    kind: 'InstanceType',
-    metadata: { name },
-    spec: {
-      os: 'linux',
-      arch: 'amd64',
-      unitResources: { cpu: '1', ram: '2Gi' },
-      localStorage: '10Gi',
-      ...spec,
-    },
-  };
+  const built = typedInstanceType(name);
+  return { ...built, spec: { ...built.spec, ...spec } };
 }
 
 export interface Refusal {

@@ -1,6 +1,8 @@
 // The one way tests wait: read until the value awaited appears, or fail naming what was awaited and
 // what was seen last. Built on the runtime's poll loop (src/kube/wait-for.ts).
 import { inspect } from 'node:util';
+import type { KubeClient } from '../../src/kube/client.ts';
+import type { ObjectRef } from '../../src/kube/resources.ts';
 import { waitFor as poll, WaitAborted } from '../../src/kube/wait-for.ts';
 
 export { WaitAborted };
@@ -42,4 +44,13 @@ export async function waitFor<T>(
       : 'no read succeeded';
     throw new Error(`${err.message}; ${last}`);
   }
+}
+
+/** Waits until the object `ref` names no longer exists. */
+export async function untilGone(
+  client: Pick<KubeClient, 'find'>,
+  ref: ObjectRef,
+  options: Omit<WaitOptions<true>, 'until'>,
+): Promise<void> {
+  await waitFor(async () => ((await client.find(ref)) ? undefined : true), options);
 }

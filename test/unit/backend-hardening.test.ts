@@ -7,7 +7,7 @@ import type { KVCacheBackend } from '../../src/api/types.ts';
 import { type RenderedBackend, renderBackend } from '../../src/controllers/backend/render.ts';
 import { storeSecurityContext } from '../../src/controllers/backend/render-hardening.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
-import { backend, group } from '../support/kvcache-fixtures.ts';
+import { backend, group } from '../builders/index.ts';
 
 const ctx = { namespace: 'gpustack-system', defaultImage: 'kvpool/kvpool-store:test', boundNamespaces: [] };
 // biome-ignore lint/suspicious/noExplicitAny: reading deep into rendered objects

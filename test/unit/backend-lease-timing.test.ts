@@ -7,7 +7,7 @@ import type { KVCacheBackend } from '../../src/api/types.ts';
 import { renderBackend } from '../../src/controllers/backend/render.ts';
 import { leaseTimingProblems, storeLeaseDefaults } from '../../src/kube/lease-timing.ts';
 import { durationMs, leaseTimings } from '../../src/vocabulary/backend-spec.ts';
-import { backend } from '../support/kvcache-fixtures.ts';
+import { backend } from '../builders/index.ts';
 
 const ctx = { namespace: 'gpustack-system', defaultImage: 'kvpool/kvpool-store:test', boundNamespaces: [] };
 

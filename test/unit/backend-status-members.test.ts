@@ -6,27 +6,27 @@ import { viewPod } from '../../src/controllers/backend/pod-view.ts';
 import { decideBackendStatus } from '../../src/controllers/backend/status.ts';
 import { parsePrometheusText } from '../../src/store/prometheus.ts';
 import {
-  condition,
+  conditionOf,
   containerStatus,
   crashLoopingPod,
-  managed,
+  managedView,
   memberPod,
   membersAtRecordedIps,
-  message,
+  messageOf,
   metricsFixture,
   nodeNotReporting,
   observation,
-  pod,
   readyNode,
+  storePod,
   waitingPod,
-} from './backend-status-builders.ts';
+} from '../builders/index.ts';
 
 describe('decideBackendStatus: MembersMounted', () => {
   it('joins member Pods to their segments: rows carry node name and medium', () => {
-    const d = decideBackendStatus(managed());
+    const d = decideBackendStatus(managedView());
     assert.equal(d.phase, 'Ready');
-    assert.deepEqual(condition(d, 'MembersMounted'), { status: 'True', reason: 'Mounted' });
-    assert.equal(message(d, 'MembersMounted'), 'leader lists 2 segment(s)');
+    assert.deepEqual(conditionOf(d, 'MembersMounted'), { status: 'True', reason: 'Mounted' });
+    assert.equal(messageOf(d, 'MembersMounted'), 'leader lists 2 segment(s)');
     assert.deepEqual(d.capacity, { total: '128Mi', used: '12' });
     assert.deepEqual(
       d.members?.map((m) => [m.segmentName, m.nodeName, m.medium, m.protocol, m.state]),
@@ -41,16 +41,16 @@ describe('decideBackendStatus: MembersMounted', () => {
     const reversed = observation();
     if (reversed.segments?.ok && reversed.segments.value.served) reversed.segments.value.segments.reverse();
     assert.deepEqual(
-      decideBackendStatus(managed({ store: reversed })).members,
-      decideBackendStatus(managed()).members,
+      decideBackendStatus(managedView({ store: reversed })).members,
+      decideBackendStatus(managedView()).members,
     );
   });
 
   it('a ready member Pod whose address the leader does not list is SegmentsShort, named', () => {
     const memberPods = [...membersAtRecordedIps(), memberPod('kv-member-0-c', '127.0.0.4', 'n3')];
-    const d = decideBackendStatus(managed({ memberPods }));
+    const d = decideBackendStatus(managedView({ memberPods }));
     assert.equal(d.phase, 'Degraded');
-    assert.deepEqual(condition(d, 'MembersMounted'), { status: 'False', reason: 'SegmentsShort' });
+    assert.deepEqual(conditionOf(d, 'MembersMounted'), { status: 'False', reason: 'SegmentsShort' });
     assert.match(d.phaseMessage, /kv-member-0-c on n3/);
     assert.doesNotMatch(d.phaseMessage, /kv-member-0-a|kv-member-0-b/);
   });
@@ -61,9 +61,9 @@ describe('decideBackendStatus: MembersMounted', () => {
       { ...viewPod(waitingPod('kv-member-0-c', 'ContainerCreating'), 'Member'), group: 0 },
       memberPod('kv-member-0-d', '127.0.0.5', 'n4', { deleting: true }),
     ];
-    const d = decideBackendStatus(managed({ memberPods }));
+    const d = decideBackendStatus(managedView({ memberPods }));
     assert.equal(d.phase, 'Ready');
-    assert.deepEqual(condition(d, 'MembersMounted'), { status: 'True', reason: 'Mounted' });
+    assert.deepEqual(conditionOf(d, 'MembersMounted'), { status: 'True', reason: 'Mounted' });
   });
 
   it('a stuck member Pod is Degraded with its own reason', () => {
@@ -72,16 +72,16 @@ describe('decideBackendStatus: MembersMounted', () => {
       'Member',
     );
     const memberPods = [...membersAtRecordedIps(), { ...pulling, group: 0 }];
-    const d = decideBackendStatus(managed({ memberPods }));
+    const d = decideBackendStatus(managedView({ memberPods }));
     assert.equal(d.phase, 'Degraded');
-    assert.deepEqual(condition(d, 'MembersMounted'), { status: 'False', reason: 'ImagePullBackOff' });
+    assert.deepEqual(conditionOf(d, 'MembersMounted'), { status: 'False', reason: 'ImagePullBackOff' });
     assert.match(d.phaseMessage, /member Pod kv-member-0-c on n1: Back-off pulling image "x"/);
   });
 
   it('a member Pod on a node that stopped reporting is Degraded, naming the node, while the leader still lists its segment', () => {
     // A node that died: the node controller marks it Unknown and the Pod not ready; the Pod's last
     // container statuses still say running, and the master lists the segment until its client TTL ends.
-    const dead = pod('kv-member-0-b', {
+    const dead = storePod('kv-member-0-b', {
       phase: 'Running',
       podIP: '127.0.0.3',
       conditions: [{ type: 'Ready', status: 'False' }],
@@ -92,9 +92,9 @@ describe('decideBackendStatus: MembersMounted', () => {
       memberPod('kv-member-0-a', '127.0.0.2', 'n1'),
       { ...viewPod(dead, 'Member', nodeNotReporting('n2')), group: 0 },
     ];
-    const d = decideBackendStatus(managed({ memberPods }));
+    const d = decideBackendStatus(managedView({ memberPods }));
     assert.equal(d.phase, 'Degraded');
-    assert.deepEqual(condition(d, 'MembersMounted'), { status: 'False', reason: 'NodeStatusUnknown' });
+    assert.deepEqual(conditionOf(d, 'MembersMounted'), { status: 'False', reason: 'NodeStatusUnknown' });
     assert.match(
       d.phaseMessage,
       /member Pod kv-member-0-b on n2: node n2 is not Ready \(Unknown, NodeStatusUnknown: Kubelet stopped posting node status\.\)/,
@@ -103,8 +103,8 @@ describe('decideBackendStatus: MembersMounted', () => {
 
   it('a crash-looping member Pod is MemberCrashLooping', () => {
     const crashing = { ...viewPod(crashLoopingPod('kv-member-0-c'), 'Member'), group: 0 };
-    const d = decideBackendStatus(managed({ memberPods: [...membersAtRecordedIps(), crashing] }));
-    assert.deepEqual(condition(d, 'MembersMounted'), { status: 'False', reason: 'MemberCrashLooping' });
+    const d = decideBackendStatus(managedView({ memberPods: [...membersAtRecordedIps(), crashing] }));
+    assert.deepEqual(conditionOf(d, 'MembersMounted'), { status: 'False', reason: 'MemberCrashLooping' });
     assert.equal(d.phase, 'Degraded');
   });
 
@@ -113,17 +113,17 @@ describe('decideBackendStatus: MembersMounted', () => {
       metrics: { ok: true, value: parsePrometheusText(metricsFixture('metrics-no-members.txt')) },
       segments: { ok: true, value: { served: true, segments: [] } },
     });
-    const d = decideBackendStatus(managed({ store, memberPods: [] }));
+    const d = decideBackendStatus(managedView({ store, memberPods: [] }));
     assert.equal(d.phase, 'Degraded');
-    assert.deepEqual(condition(d, 'MembersMounted'), { status: 'False', reason: 'NoSegments' });
+    assert.deepEqual(conditionOf(d, 'MembersMounted'), { status: 'False', reason: 'NoSegments' });
     assert.deepEqual(d.capacity, { total: '0', used: '0' });
     assert.deepEqual(d.members, []);
   });
 
   it('a master without the listing route is Unknown and still Ready when capacity is positive', () => {
     const store = observation({ segments: { ok: true, value: { served: false } } });
-    const d = decideBackendStatus(managed({ store }));
-    assert.deepEqual(condition(d, 'MembersMounted'), {
+    const d = decideBackendStatus(managedView({ store }));
+    assert.deepEqual(conditionOf(d, 'MembersMounted'), {
       status: 'Unknown',
       reason: 'SegmentListingNotServed',
     });
@@ -136,10 +136,13 @@ describe('decideBackendStatus: MembersMounted', () => {
       ...membersAtRecordedIps(),
       memberPod('kv-member-1-a', '127.0.0.2', 'n5', { group: 1 }),
     ];
-    const d = decideBackendStatus(managed({ memberPods, groupMedium: ['DRAM', 'NVMe'] }));
+    const d = decideBackendStatus(managedView({ memberPods, groupMedium: ['DRAM', 'NVMe'] }));
     assert.equal(d.phase, 'Degraded');
-    assert.deepEqual(condition(d, 'MembersMounted'), { status: 'False', reason: 'AmbiguousMemberIdentity' });
-    assert.match(message(d, 'MembersMounted'), /127\.0\.0\.2:16966: kv-member-0-a, kv-member-1-a/);
+    assert.deepEqual(conditionOf(d, 'MembersMounted'), {
+      status: 'False',
+      reason: 'AmbiguousMemberIdentity',
+    });
+    assert.match(messageOf(d, 'MembersMounted'), /127\.0\.0\.2:16966: kv-member-0-a, kv-member-1-a/);
     const shared = d.members?.find((m) => m.segmentName === '127.0.0.2:12990');
     assert.equal(shared?.nodeName, undefined);
     assert.equal(shared?.medium, undefined);
@@ -148,8 +151,8 @@ describe('decideBackendStatus: MembersMounted', () => {
   it('a failed listing keeps the previous rows', () => {
     const previousMembers = [{ segmentID: 'old', nodeName: 'n1' }];
     const store = observation({ segments: { ok: false, reason: 'ListingTooLarge', message: 'too many' } });
-    const d = decideBackendStatus(managed({ store, previousMembers }));
-    assert.deepEqual(condition(d, 'MembersMounted'), { status: 'False', reason: 'ListingTooLarge' });
+    const d = decideBackendStatus(managedView({ store, previousMembers }));
+    assert.deepEqual(conditionOf(d, 'MembersMounted'), { status: 'False', reason: 'ListingTooLarge' });
     assert.deepEqual(d.members, previousMembers);
     assert.equal(d.phase, 'Degraded');
   });
@@ -170,7 +173,7 @@ const unschedulable = [
 
 describe('viewPod', () => {
   it('a ready Pod has no fault, whatever its restart history', () => {
-    const p = pod('kv-member-0-a', {
+    const p = storePod('kv-member-0-a', {
       phase: 'Running',
       conditions: ready,
       containerStatuses: [containerStatus({ name: 'store', restartCount: 3 })],
@@ -185,7 +188,7 @@ describe('viewPod', () => {
   });
 
   it('an unschedulable Pod says so, with the scheduler’s message, per role', () => {
-    const p = pod('kv-member-0-a', { phase: 'Pending', conditions: unschedulable });
+    const p = storePod('kv-member-0-a', { phase: 'Pending', conditions: unschedulable });
     assert.deepEqual(viewPod(p, 'Member').fault, {
       reason: 'Unschedulable',
       message: '0/3 nodes are available: 3 Insufficient memory.',
@@ -194,7 +197,7 @@ describe('viewPod', () => {
   });
 
   it('an init container crash loop is MemberInitCrashLooping with restarts and last exit code', () => {
-    const p = pod('kv-member-0-a', {
+    const p = storePod('kv-member-0-a', {
       phase: 'Pending',
       conditions: [{ type: 'Ready', status: 'False' }],
       initContainerStatuses: [
@@ -223,7 +226,7 @@ describe('viewPod', () => {
   });
 
   it('a Pod not ready on a node that is not Ready has the node for its fault; on a Ready node it has none', () => {
-    const p = pod('kv-member-0-a', {
+    const p = storePod('kv-member-0-a', {
       phase: 'Running',
       conditions: [{ type: 'Ready', status: 'False' }],
       containerStatuses: [containerStatus({ name: 'store', state: { running: {} } })],
@@ -235,7 +238,7 @@ describe('viewPod', () => {
     });
     assert.equal(viewPod(p, 'Member', readyNode('n1')).fault, undefined);
     assert.equal(viewPod(p, 'Member').fault, undefined);
-    const served = pod('kv-member-0-a', { phase: 'Running', conditions: ready });
+    const served = storePod('kv-member-0-a', { phase: 'Running', conditions: ready });
     assert.equal(viewPod(served, 'Member', nodeNotReporting('n1')).fault, undefined);
   });
 
@@ -244,7 +247,7 @@ describe('viewPod', () => {
       reason: 'ErrImagePull',
       message: 'not found',
     });
-    const going = pod('a', { conditions: ready }, { deletionTimestamp: '2025-01-01T00:00:00Z' });
+    const going = storePod('a', { conditions: ready }, { deletionTimestamp: '2025-01-01T00:00:00Z' });
     assert.equal(viewPod(going, 'Member').deleting, true);
   });
 });

@@ -6,25 +6,25 @@ import { viewPod } from '../../src/controllers/backend/pod-view.ts';
 import { decideBackendStatus, endpointHost } from '../../src/controllers/backend/status.ts';
 import { parsePrometheusText } from '../../src/store/prometheus.ts';
 import {
-  condition,
+  conditionOf,
   crashLoopingPod,
-  deployment,
-  external,
+  deploymentView,
+  externalView,
   leaderPod,
-  managed,
-  message,
+  managedView,
+  messageOf,
   metricsFixture,
   observation,
   twoSegments,
-} from './backend-status-builders.ts';
+} from '../builders/index.ts';
 
 describe('decideBackendStatus: leader and capacity', () => {
   it('an external store that serves with two members is Ready with 128Mi and two sorted rows', () => {
-    const d = decideBackendStatus(external());
+    const d = decideBackendStatus(externalView());
     assert.equal(d.phase, 'Ready');
     assert.equal(d.phaseMessage, '');
-    assert.deepEqual(condition(d, 'LeaderAvailable'), { status: 'True', reason: 'Serving' });
-    assert.deepEqual(condition(d, 'CapacityObserved'), { status: 'True', reason: 'Observed' });
+    assert.deepEqual(conditionOf(d, 'LeaderAvailable'), { status: 'True', reason: 'Serving' });
+    assert.deepEqual(conditionOf(d, 'CapacityObserved'), { status: 'True', reason: 'Observed' });
     assert.deepEqual(d.capacity, { total: '128Mi', used: '12' });
     assert.deepEqual(d.members, [
       {
@@ -50,52 +50,55 @@ describe('decideBackendStatus: leader and capacity', () => {
       metrics: undefined,
       segments: undefined,
     });
-    const d = decideBackendStatus(external({ store }));
+    const d = decideBackendStatus(externalView({ store }));
     assert.equal(d.phase, 'Error');
     assert.match(d.phaseMessage, /ECONNREFUSED/);
-    assert.deepEqual(condition(d, 'LeaderAvailable'), { status: 'False', reason: 'LeaderUnreachable' });
-    assert.deepEqual(condition(d, 'CapacityObserved'), { status: 'False', reason: 'LeaderUnreachable' });
+    assert.deepEqual(conditionOf(d, 'LeaderAvailable'), { status: 'False', reason: 'LeaderUnreachable' });
+    assert.deepEqual(conditionOf(d, 'CapacityObserved'), { status: 'False', reason: 'LeaderUnreachable' });
     assert.equal(d.capacity, undefined);
   });
 
   it('a managed backend without a ready leader and no admin address is Provisioning', () => {
     const d = decideBackendStatus(
-      managed({ adminAddress: undefined, store: undefined, leaderPods: [leaderPod({ ready: false })] }),
+      managedView({ adminAddress: undefined, store: undefined, leaderPods: [leaderPod({ ready: false })] }),
     );
     assert.equal(d.phase, 'Provisioning');
-    assert.deepEqual(condition(d, 'LeaderAvailable'), { status: 'False', reason: 'LeaderStarting' });
+    assert.deepEqual(conditionOf(d, 'LeaderAvailable'), { status: 'False', reason: 'LeaderStarting' });
     assert.equal(d.capacity, undefined);
   });
 
   it('a crash-looping leader Pod is Error, with the restart count in the message', () => {
     const crashing = viewPod(crashLoopingPod('kv-leader-7d9f'), 'Leader');
     for (const v of [
-      managed({ adminAddress: undefined, store: undefined, leaderPods: [crashing] }),
-      managed({
+      managedView({ adminAddress: undefined, store: undefined, leaderPods: [crashing] }),
+      managedView({
         leaderPods: [crashing],
         store: observation({ health: { ok: false, reason: 'Unreachable', message: 'refused' } }),
       }),
     ]) {
       const d = decideBackendStatus(v);
       assert.equal(d.phase, 'Error');
-      assert.deepEqual(condition(d, 'LeaderAvailable'), { status: 'False', reason: 'LeaderCrashLooping' });
+      assert.deepEqual(conditionOf(d, 'LeaderAvailable'), { status: 'False', reason: 'LeaderCrashLooping' });
       assert.match(d.phaseMessage, /leader Pod: container store restarted 6 times, last exit code 1/);
     }
   });
 
   it('a master answering service_ready: false is Provisioning, not serving', () => {
     const store = observation({ health: { ok: true, value: { serviceReady: false } } });
-    const d = decideBackendStatus(managed({ store }));
+    const d = decideBackendStatus(managedView({ store }));
     assert.equal(d.phase, 'Provisioning');
-    assert.deepEqual(condition(d, 'LeaderAvailable'), { status: 'False', reason: 'ServicePlaneNotActive' });
-    assert.deepEqual(condition(d, 'CapacityObserved'), { status: 'False', reason: 'ServicePlaneNotActive' });
+    assert.deepEqual(conditionOf(d, 'LeaderAvailable'), { status: 'False', reason: 'ServicePlaneNotActive' });
+    assert.deepEqual(conditionOf(d, 'CapacityObserved'), {
+      status: 'False',
+      reason: 'ServicePlaneNotActive',
+    });
     assert.equal(d.capacity, undefined);
   });
 
   it('a failed metrics read clears capacity: ScrapeFailed', () => {
     const store = observation({ metrics: { ok: false, reason: 'ScrapeFailed', message: 'HTTP 500' } });
-    const d = decideBackendStatus(external({ store }));
-    assert.deepEqual(condition(d, 'CapacityObserved'), { status: 'False', reason: 'ScrapeFailed' });
+    const d = decideBackendStatus(externalView({ store }));
+    assert.deepEqual(conditionOf(d, 'CapacityObserved'), { status: 'False', reason: 'ScrapeFailed' });
     assert.equal(d.capacity, undefined);
     assert.notEqual(d.phase, 'Ready');
   });
@@ -103,13 +106,13 @@ describe('decideBackendStatus: leader and capacity', () => {
   it('a capacity family missing from /metrics is FamilyMissing, not zero capacity', () => {
     const text = metricsFixture('metrics-two-members-tenant.txt').replace(/^master_allocated_bytes .*$/m, '');
     const store = observation({ metrics: { ok: true, value: parsePrometheusText(text) } });
-    const d = decideBackendStatus(external({ store }));
-    assert.deepEqual(condition(d, 'CapacityObserved'), { status: 'False', reason: 'FamilyMissing' });
+    const d = decideBackendStatus(externalView({ store }));
+    assert.deepEqual(conditionOf(d, 'CapacityObserved'), { status: 'False', reason: 'FamilyMissing' });
     assert.equal(d.capacity, undefined);
   });
 
   it('an image that cannot be resolved is Degraded with that message', () => {
-    const d = decideBackendStatus(managed({ renderProblem: 'image "kvpool-store:" has no tag' }));
+    const d = decideBackendStatus(managedView({ renderProblem: 'image "kvpool-store:" has no tag' }));
     assert.equal(d.phase, 'Degraded');
     assert.equal(d.phaseMessage, 'image "kvpool-store:" has no tag');
   });
@@ -118,14 +121,14 @@ describe('decideBackendStatus: leader and capacity', () => {
 describe('decideBackendStatus: children held by other objects', () => {
   it('names them in RolloutComplete=False ChildConflict and is Degraded, even before a leader Deployment exists', () => {
     const conflicts = [{ kind: 'Service', namespace: 'gpustack-system', name: 'store-leader' }];
-    const d = decideBackendStatus(managed({ conflicts, deployment: undefined }));
-    assert.deepEqual(condition(d, 'RolloutComplete'), { status: 'False', reason: 'ChildConflict' });
+    const d = decideBackendStatus(managedView({ conflicts, deployment: undefined }));
+    assert.deepEqual(conditionOf(d, 'RolloutComplete'), { status: 'False', reason: 'ChildConflict' });
     assert.match(
-      message(d, 'RolloutComplete'),
+      messageOf(d, 'RolloutComplete'),
       /^Service gpustack-system\/store-leader \(no controller owns it\)/,
     );
     assert.equal(d.phase, 'Degraded');
-    assert.equal(d.phaseMessage, message(d, 'RolloutComplete'));
+    assert.equal(d.phaseMessage, messageOf(d, 'RolloutComplete'));
   });
 });
 
@@ -133,24 +136,24 @@ describe('decideBackendStatus: Deletable', () => {
   const usedBy = [{ kind: 'KVCachePool', namespace: '', name: 'shared-pool' }];
 
   it('is True when nothing uses the backend', () => {
-    assert.deepEqual(condition(decideBackendStatus(external()), 'Deletable'), {
+    assert.deepEqual(conditionOf(decideBackendStatus(externalView()), 'Deletable'), {
       status: 'True',
       reason: 'NotInUse',
     });
   });
 
   it('is False InUse naming the consumer, without moving the phase', () => {
-    const d = decideBackendStatus(external({ usedBy }));
-    assert.deepEqual(condition(d, 'Deletable'), { status: 'False', reason: 'InUse' });
-    assert.match(message(d, 'Deletable'), /KVCachePool\/shared-pool/);
+    const d = decideBackendStatus(externalView({ usedBy }));
+    assert.deepEqual(conditionOf(d, 'Deletable'), { status: 'False', reason: 'InUse' });
+    assert.match(messageOf(d, 'Deletable'), /KVCachePool\/shared-pool/);
     assert.equal(d.phase, 'Ready');
   });
 
   it('while deleting, the phase is Deleting and its message names the claimant', () => {
-    const held = decideBackendStatus(external({ usedBy, deleting: true }));
+    const held = decideBackendStatus(externalView({ usedBy, deleting: true }));
     assert.equal(held.phase, 'Deleting');
     assert.match(held.phaseMessage, /used by KVCachePool\/shared-pool; delete those first/);
-    const free = decideBackendStatus(managed({ deleting: true }));
+    const free = decideBackendStatus(managedView({ deleting: true }));
     assert.equal(free.phase, 'Deleting');
     assert.doesNotMatch(free.phaseMessage, /used by/);
   });
@@ -165,8 +168,8 @@ describe('decideBackendStatus: RolloutComplete and ElectionObserved never move t
       [{}, true, 'False', 'ReplicasPending'],
     ] as const;
     for (const [over, replicasPending, status, reason] of cases) {
-      const d = decideBackendStatus(managed({ deployment: deployment(over), replicasPending }));
-      assert.deepEqual(condition(d, 'RolloutComplete'), { status, reason }, reason);
+      const d = decideBackendStatus(managedView({ deployment: deploymentView(over), replicasPending }));
+      assert.deepEqual(conditionOf(d, 'RolloutComplete'), { status, reason }, reason);
       assert.equal(d.phase, 'Ready', reason);
     }
   });
@@ -176,56 +179,64 @@ describe('decideBackendStatus: RolloutComplete and ElectionObserved never move t
       kind: 'wait' as const,
       message: '1 of 2 member Pods run the current template; waiting for m-a on node-a to stop',
     };
-    const rolling = decideBackendStatus(managed({ deployment: deployment({}), memberRoll }));
-    assert.deepEqual(condition(rolling, 'RolloutComplete'), { status: 'False', reason: 'MembersRolling' });
-    assert.equal(message(rolling, 'RolloutComplete'), memberRoll.message);
+    const rolling = decideBackendStatus(managedView({ deployment: deploymentView({}), memberRoll }));
+    assert.deepEqual(conditionOf(rolling, 'RolloutComplete'), { status: 'False', reason: 'MembersRolling' });
+    assert.equal(messageOf(rolling, 'RolloutComplete'), memberRoll.message);
     assert.equal(rolling.phase, 'Ready');
     const both = decideBackendStatus(
-      managed({
-        deployment: deployment({ updated: 1 }),
+      managedView({
+        deployment: deploymentView({ updated: 1 }),
         memberRoll,
         handover: 'l-a leads on the outdated template',
       }),
     );
     assert.match(
-      message(both, 'RolloutComplete'),
+      messageOf(both, 'RolloutComplete'),
       /; l-a leads on the outdated template; 1 of 2 member Pods/,
     );
-    const done = decideBackendStatus(managed({ deployment: deployment({}), memberRoll: { kind: 'done' } }));
-    assert.deepEqual(condition(done, 'RolloutComplete'), { status: 'True', reason: 'Complete' });
+    const done = decideBackendStatus(
+      managedView({ deployment: deploymentView({}), memberRoll: { kind: 'done' } }),
+    );
+    assert.deepEqual(conditionOf(done, 'RolloutComplete'), { status: 'True', reason: 'Complete' });
   });
 
   it('has no rollout condition for an external store or before the Deployment exists', () => {
     assert.equal(
-      condition(decideBackendStatus(external({ deployment: deployment({}) })), 'RolloutComplete'),
+      conditionOf(decideBackendStatus(externalView({ deployment: deploymentView({}) })), 'RolloutComplete'),
       undefined,
     );
     assert.equal(
-      condition(decideBackendStatus(managed({ deployment: undefined })), 'RolloutComplete'),
+      conditionOf(decideBackendStatus(managedView({ deployment: undefined })), 'RolloutComplete'),
       undefined,
     );
   });
 
   it('reports the Lease holder', () => {
-    const d = decideBackendStatus(managed({ lease: { holder: 'kv-leader-7d9f' } }));
-    assert.deepEqual(condition(d, 'ElectionObserved'), { status: 'True', reason: 'Electing' });
-    assert.match(message(d, 'ElectionObserved'), /kv-leader-7d9f/);
+    const d = decideBackendStatus(managedView({ lease: { holder: 'kv-leader-7d9f' } }));
+    assert.deepEqual(conditionOf(d, 'ElectionObserved'), { status: 'True', reason: 'Electing' });
+    assert.match(messageOf(d, 'ElectionObserved'), /kv-leader-7d9f/);
   });
 
   it('is NoHolder when a leader replica is ready but the Lease names no holder', () => {
-    const d = decideBackendStatus(managed({ lease: {} }));
-    assert.deepEqual(condition(d, 'ElectionObserved'), { status: 'False', reason: 'NoHolder' });
+    const d = decideBackendStatus(managedView({ lease: {} }));
+    assert.deepEqual(conditionOf(d, 'ElectionObserved'), { status: 'False', reason: 'NoHolder' });
     assert.equal(d.phase, 'Ready');
   });
 
   it('is Unknown before any leader is ready, and absent when election is off', () => {
-    const starting = managed({ lease: {}, leaderPods: [leaderPod({ ready: false })] });
-    assert.deepEqual(condition(decideBackendStatus(starting), 'ElectionObserved'), {
+    const starting = managedView({ lease: {}, leaderPods: [leaderPod({ ready: false })] });
+    assert.deepEqual(conditionOf(decideBackendStatus(starting), 'ElectionObserved'), {
       status: 'Unknown',
       reason: 'LeaderStarting',
     });
-    assert.equal(condition(decideBackendStatus(managed({ election: false })), 'ElectionObserved'), undefined);
-    assert.equal(condition(decideBackendStatus(external({ election: true })), 'ElectionObserved'), undefined);
+    assert.equal(
+      conditionOf(decideBackendStatus(managedView({ election: false })), 'ElectionObserved'),
+      undefined,
+    );
+    assert.equal(
+      conditionOf(decideBackendStatus(externalView({ election: true })), 'ElectionObserved'),
+      undefined,
+    );
   });
 });
 
@@ -234,7 +245,7 @@ describe('decideBackendStatus: PoolWrites', () => {
 
   it('is True when the leader saw a put end (the two-member recording has one)', () => {
     const store = observation({ segments: { ok: true, value: { served: true, segments: idleSegments } } });
-    assert.deepEqual(condition(decideBackendStatus(external({ store })), 'PoolWrites'), {
+    assert.deepEqual(conditionOf(decideBackendStatus(externalView({ store })), 'PoolWrites'), {
       status: 'True',
       reason: 'WritesLanded',
     });
@@ -244,7 +255,7 @@ describe('decideBackendStatus: PoolWrites', () => {
     const store = observation({
       metrics: { ok: true, value: parsePrometheusText('master_put_end_requests_total 0') },
     });
-    assert.equal(condition(decideBackendStatus(external({ store })), 'PoolWrites')?.status, 'True');
+    assert.equal(conditionOf(decideBackendStatus(externalView({ store })), 'PoolWrites')?.status, 'True');
   });
 
   it('is Unknown NoWrites on a master that saw no put', () => {
@@ -252,7 +263,7 @@ describe('decideBackendStatus: PoolWrites', () => {
       metrics: { ok: true, value: parsePrometheusText(metricsFixture('metrics-no-members.txt')) },
       segments: { ok: true, value: { served: true, segments: [] } },
     });
-    assert.deepEqual(condition(decideBackendStatus(external({ store })), 'PoolWrites'), {
+    assert.deepEqual(conditionOf(decideBackendStatus(externalView({ store })), 'PoolWrites'), {
       status: 'Unknown',
       reason: 'NoWrites',
     });
@@ -265,7 +276,7 @@ describe('decideBackendStatus: PoolWrites', () => {
       metrics: { ok: true, value: parsePrometheusText(text) },
       segments: { ok: true, value: { served: true, segments: idleSegments } },
     });
-    assert.deepEqual(condition(decideBackendStatus(external({ store })), 'PoolWrites'), {
+    assert.deepEqual(conditionOf(decideBackendStatus(externalView({ store })), 'PoolWrites'), {
       status: 'False',
       reason: 'WritesRevoked',
     });

@@ -9,7 +9,7 @@ import { planLedger } from '../../src/controllers/pool/plan.ts';
 import { diskTierEvidence } from '../../src/controllers/pool/purge-safety.ts';
 import { parsePrometheusText } from '../../src/store/prometheus.ts';
 import { type LedgerEntry, LedgerError, type TenantLedger } from '../../src/store/tenant-ledger.ts';
-import { backend, binding, externalBackend, group, pool } from '../support/kvcache-fixtures.ts';
+import { backend, binding, externalBackend, group, pool } from '../builders/index.ts';
 
 const purge = { 'kvcache.gpustack.ai/purge-on-delete': 'true' };
 

@@ -9,7 +9,7 @@ import { type DrainReport, decideBinding } from '../../src/controllers/pool/bind
 import { planLedger } from '../../src/controllers/pool/plan.ts';
 import type { MasterReport } from '../../src/controllers/pool/status.ts';
 import type { LedgerFailure } from '../../src/store/tenant-ledger.ts';
-import { binding, conditionOf, figures, messageOf, pool, report } from '../support/kvcache-fixtures.ts';
+import { binding, conditionOf, figures, messageOf, pool, report } from '../builders/index.ts';
 
 const gi = 2n ** 30n;
 

@@ -9,7 +9,7 @@ import { projectRoot } from '../../images/toolchain.ts';
 import { conditionOf, conditionTables } from '../../src/api/conditions.ts';
 import { PoolReason, poolConditions } from '../../src/api/kvcache-pool-conditions.ts';
 import { deciderOf } from '../../src/vocabulary/conditions.ts';
-import { pool } from '../support/kvcache-fixtures.ts';
+import { pool } from '../builders/index.ts';
 
 const tables = Object.values(conditionTables);
 const reasonsOf = (type: string) =>

@@ -7,19 +7,10 @@ import {
   containerdConfig,
   kubeletConfig,
   kubeProxyConfig,
-  type NodePlan,
 } from '../../local/nodes/node-config.ts';
+import { nodePlan } from '../builders/index.ts';
 
-const plan: NodePlan = {
-  name: 'kvpool-node-1',
-  address: '100.67.255.10',
-  dir: '/tmp/c/nodes/kvpool-node-1',
-  cgroupRoot: '/kvpool/3/kvpool-node-1',
-  clusterCidr: '100.67.0.0/17',
-  clusterDns: '100.67.128.10',
-  pauseImage: 'registry.k8s.io/pause:3.10.1',
-  binaries: { runc: '/cache/runc', cniPlugins: '/cache/cni' },
-};
+const plan = nodePlan();
 
 describe('local cluster addressing', () => {
   it('gives a slot one /16 of 100.64.0.0/10: nodes on .255.0/24, Pods below .128, Services above', () => {

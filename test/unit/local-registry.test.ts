@@ -4,26 +4,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
-import {
-  containerdConfig,
-  type NodePlan,
-  registryHosts,
-  registryHostsDir,
-} from '../../local/nodes/node-config.ts';
+import { containerdConfig, registryHosts, registryHostsDir } from '../../local/nodes/node-config.ts';
 import { registriesConf, registryConfig } from '../../local/registry.ts';
+import { nodePlan } from '../builders/index.ts';
 
 const registry = '100.67.255.1:25000';
-const plan: NodePlan = {
-  name: 'kvpool-node-1',
-  address: '100.67.255.10',
-  dir: '/tmp/c/nodes/kvpool-node-1',
-  cgroupRoot: '/kvpool/3/kvpool-node-1',
-  clusterCidr: '100.67.0.0/17',
-  clusterDns: '100.67.128.10',
-  pauseImage: 'registry.k8s.io/pause:3.10.1',
-  registries: [registry],
-  binaries: { runc: '/cache/runc', cniPlugins: '/cache/cni' },
-};
+const plan = nodePlan({ registries: [registry] });
 
 describe('the local registry', () => {
   it('is where containerd looks up registry hosts, and each node pulls from it over plain HTTP', () => {

@@ -4,12 +4,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { validateModelDeployment } from '../../src/webhooks/modeldeployment-rules.ts';
-import { context, errorsOf, md } from './modeldeployment-rules-builders.ts';
+import { md, modelDeploymentContext } from '../builders/index.ts';
+import { errorsOf } from '../support/admission-verdicts.ts';
 
 describe('validateModelDeployment: owned cache keys', () => {
   it('admits a deployment that leaves the cache keys to the operator', () => {
     assert.deepEqual(
-      validateModelDeployment(md({ extraArgs: ['--max-model-len', '4096'] }), undefined, context()),
+      validateModelDeployment(
+        md({ extraArgs: ['--max-model-len', '4096'] }),
+        undefined,
+        modelDeploymentContext(),
+      ),
       {
         errors: [],
         warnings: [],
@@ -55,7 +60,7 @@ describe('validateModelDeployment: owned cache keys', () => {
   it('admits --kv-cache-dtype without spec.kvCache, with the Setting off, or on a take-over role', () => {
     const dtype = { extraArgs: ['--kv-cache-dtype', 'fp8'] };
     assert.deepEqual(errorsOf(md(dtype, { kvCache: false })), []);
-    assert.deepEqual(errorsOf(md(dtype), undefined, context({ dtypeOwned: false })), []);
+    assert.deepEqual(errorsOf(md(dtype), undefined, modelDeploymentContext({ dtypeOwned: false })), []);
     assert.deepEqual(errorsOf(md({ ...dtype, command: ['vllm', 'serve', 'Qwen/Qwen2.5-7B-Instruct'] })), []);
   });
 });
@@ -65,7 +70,10 @@ describe('validateModelDeployment: a stored deployment with an owned flag', () =
 
   it('never refuses the metadata-only update that removes the finalizer', () => {
     const released = { ...stored, metadata: { ...stored.metadata, finalizers: [] } };
-    assert.deepEqual(validateModelDeployment(released, stored, context()), { errors: [], warnings: [] });
+    assert.deepEqual(validateModelDeployment(released, stored, modelDeploymentContext()), {
+      errors: [],
+      warnings: [],
+    });
   });
 
   it('refuses its next spec update, naming the flag', () => {
@@ -128,7 +136,11 @@ describe('validateModelDeployment: kv_load_failure_policy', () => {
     assert.deepEqual(errorsOf(md(takeOver('--kv-transfer-config', failing), onPurpose)), []);
     const recompute = failing.replace('"fail"', '"recompute"');
     assert.deepEqual(
-      validateModelDeployment(md(takeOver('--kv-transfer-config', recompute)), undefined, context()),
+      validateModelDeployment(
+        md(takeOver('--kv-transfer-config', recompute)),
+        undefined,
+        modelDeploymentContext(),
+      ),
       {
         errors: [],
         warnings: [],
@@ -140,7 +152,7 @@ describe('validateModelDeployment: kv_load_failure_policy', () => {
     const { warnings } = validateModelDeployment(
       md(takeOver('--kv-transfer-config={"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}')),
       undefined,
-      context(),
+      modelDeploymentContext(),
     );
     assert.deepEqual(warnings, [
       'spec.roles[0].command[3]: --kv-transfer-config names a connector but no kv_load_failure_policy, so vLLM fails the request when a load from the store fails or stalls (its default is fail); add "kv_load_failure_policy":"recompute"',
@@ -174,7 +186,7 @@ describe('validateModelDeployment: kv_load_failure_policy', () => {
 
 describe('validateModelDeployment: transports of the pool', () => {
   it('refuses a new Binding on a pool with several transports, naming each', () => {
-    const errors = errorsOf(md(), undefined, context({ poolProtocols: ['rdma', 'tcp'] }));
+    const errors = errorsOf(md(), undefined, modelDeploymentContext({ poolProtocols: ['rdma', 'tcp'] }));
     assert.deepEqual(errors, [
       'spec.kvCache.poolRef: KVCachePoolBinding team-a is served by member groups on several transports (rdma, tcp), and vLLM cannot pick one; use a Binding on a pool whose backend uses one transport',
     ]);
@@ -183,14 +195,14 @@ describe('validateModelDeployment: transports of the pool', () => {
   it('keeps an existing deployment editable when its pool later mixes transports', () => {
     const old = md();
     const edited = md({ replicas: 2 });
-    assert.deepEqual(errorsOf(edited, old, context({ poolProtocols: ['rdma', 'tcp'] })), []);
-    assert.deepEqual(errorsOf(md(), undefined, context({ poolProtocols: ['tcp'] })), []);
+    assert.deepEqual(errorsOf(edited, old, modelDeploymentContext({ poolProtocols: ['rdma', 'tcp'] })), []);
+    assert.deepEqual(errorsOf(md(), undefined, modelDeploymentContext({ poolProtocols: ['tcp'] })), []);
   });
 });
 
 describe('validateModelDeployment: a float32 domain', () => {
   it('refuses a model dtype other than float32, since the engine keeps its KV in the model’s dtype', () => {
-    const f32 = context({ domainDtype: 'float32' });
+    const f32 = modelDeploymentContext({ domainDtype: 'float32' });
     assert.deepEqual(errorsOf(md({ extraArgs: ['--dtype', 'bfloat16'] }), undefined, f32), [
       "spec.roles[0].extraArgs: --dtype bfloat16 would make the engine's KV cache bfloat16, but KVCachePoolBinding team-a's domain is float32, which the operator renders as --dtype float32 --kv-cache-dtype auto; remove --dtype, or reference a Binding whose spec.domain.dtype is the one you want",
     ]);

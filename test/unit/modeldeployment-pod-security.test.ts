@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { validateModelDeployment } from '../../src/webhooks/modeldeployment-rules.ts';
-import { context, errorsOf, md } from './modeldeployment-rules-builders.ts';
+import { md, modelDeploymentContext } from '../builders/index.ts';
+import { errorsOf } from '../support/admission-verdicts.ts';
 
 describe('validateModelDeployment: what the operator would create with its own rights', () => {
   const rule =
@@ -57,7 +58,10 @@ describe('validateModelDeployment: what the operator would create with its own r
       { finalizers: ['worker.gpustack.ai/lock'] },
     );
     const released = { ...stored, metadata: { ...stored.metadata, finalizers: [] } };
-    assert.deepEqual(validateModelDeployment(released, stored, context()), { errors: [], warnings: [] });
+    assert.deepEqual(validateModelDeployment(released, stored, modelDeploymentContext()), {
+      errors: [],
+      warnings: [],
+    });
     const scaled = md({ privileged: true, additionalVolumes: [cache], replicas: 2 });
     assert.equal(errorsOf(scaled, stored).length, 2);
   });

@@ -4,9 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Container as CoreContainer, PodSpec } from 'kubernetes-types/core/v1.js';
-import type { InstanceTypeSpec } from '../../src/api/instance-type.ts';
 import type { ModelDeploymentRole, ModelDeploymentSpec } from '../../src/api/model-deployment.ts';
-import type { InstanceType, ModelDeployment } from '../../src/api/types.ts';
+import type { ModelDeployment } from '../../src/api/types.ts';
 import {
   type ModelDeploymentRenderContext,
   renderModelDeployment,
@@ -15,6 +14,7 @@ import { templateHashAnnotation } from '../../src/controllers/modeldeployment/re
 import { scaleQuantity } from '../../src/controllers/modeldeployment/render-resources.ts';
 import type { CacheConnection } from '../../src/inject/types.ts';
 import { sha256Hex } from '../../src/kube/canonical-json.ts';
+import { a10g, instanceType, modelDeployment, runnerImage } from '../builders/index.ts';
 import { goldenTests } from './golden.ts';
 
 const goldenDir = new URL('./golden/modeldeployment/', import.meta.url);
@@ -26,43 +26,18 @@ type Template = {
   spec: PodSpec & { containers: Container[] };
 };
 
-function instanceType(name: string, spec: Partial<InstanceTypeSpec>): InstanceType {
-  return {
-    apiVersion: 'worker.gpustack.ai/v1',
-    kind: 'InstanceType',
-    metadata: { name },
-    spec: {
-      os: 'linux',
-      arch: 'amd64',
-      unitResources: { cpu: '1', ram: '2Gi' },
-      localStorage: '10Gi',
-      ...spec,
-    },
-  };
-}
-
 const local = instanceType('local', { acceleratable: false });
-const a10g = instanceType('nvidia-a10g', {
-  acceleratable: true,
-  acceleratorGroup: 'nvidia-a10g',
-  manufacturer: 'nvidia',
-  unitResources: { cpu: '8', ram: '32Gi' },
-  localStorage: '100Gi',
-});
 
 function md(name: string, spec: Partial<ModelDeploymentSpec>, roles: ModelDeploymentRole[]): ModelDeployment {
-  return {
-    apiVersion: 'worker.gpustack.ai/v1',
-    kind: 'ModelDeployment',
-    metadata: { name, namespace: 'team-a', uid: `uid-${name}` },
+  return modelDeployment(name, {
+    metadata: { uid: `uid-${name}` },
     spec: {
-      model: { name: 'Qwen/Qwen2.5-7B-Instruct' },
-      engine: { name: 'vLLM', image: 'gpustack/runner:cuda13.0-vllm0.29.0' },
+      engine: { name: 'vLLM', image: runnerImage },
       kvCache: { poolRef: { name: 'team-a' }, connector: 'Mooncake' },
       ...spec,
-      roles,
     },
-  };
+    roles,
+  });
 }
 
 // Role defaults written out, as the apiserver stores them.

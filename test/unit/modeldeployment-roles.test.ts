@@ -5,7 +5,8 @@ import { describe, it } from 'node:test';
 import type { ModelDeploymentRole } from '../../src/api/model-deployment.ts';
 import type { InstanceType, ModelDeployment } from '../../src/api/types.ts';
 import { validateModelDeployment } from '../../src/webhooks/modeldeployment-rules.ts';
-import { a10g, context, errorsOf, md } from './modeldeployment-rules-builders.ts';
+import { a10g, md, modelDeploymentContext } from '../builders/index.ts';
+import { errorsOf } from '../support/admission-verdicts.ts';
 
 describe('validateModelDeployment: engines on CPU-only InstanceTypes', () => {
   const cpu: InstanceType = {
@@ -14,7 +15,7 @@ describe('validateModelDeployment: engines on CPU-only InstanceTypes', () => {
     spec: { ...a10g.spec, acceleratable: false, unitResources: { cpu: '1', ram: '6Gi' } },
   };
   const onCpu = (blockSize: number) =>
-    context({ instanceTypes: new Map([['cpu', cpu]]), domainBlockSize: blockSize });
+    modelDeploymentContext({ instanceTypes: new Map([['cpu', cpu]]), domainBlockSize: blockSize });
 
   it('refuses vLLM on a CPU with a domain whose blocks are not a multiple of 32 tokens, naming the fix', () => {
     assert.deepEqual(errorsOf(md({ instanceType: 'cpu' }), undefined, onCpu(16)), [
@@ -28,7 +29,7 @@ describe('validateModelDeployment: engines on CPU-only InstanceTypes', () => {
       errorsOf(md({ instanceType: 'cpu', image: 'example/vllm:tag' }), undefined, onCpu(16)),
       [],
     );
-    assert.deepEqual(errorsOf(md(), undefined, context({ domainBlockSize: 16 })), []);
+    assert.deepEqual(errorsOf(md(), undefined, modelDeploymentContext({ domainBlockSize: 16 })), []);
     assert.deepEqual(errorsOf(md({ instanceType: 'cpu' }, { engine: 'SGLang' }), undefined, onCpu(16)), []);
     assert.deepEqual(errorsOf(md({ instanceType: 'cpu' }, { kvCache: false }), undefined, onCpu(16)), []);
   });
@@ -42,7 +43,7 @@ describe('validateModelDeployment: roles', () => {
   });
 
   it('warns when the InstanceType does not exist yet', () => {
-    const f = validateModelDeployment(md({ instanceType: 'h100' }), undefined, context());
+    const f = validateModelDeployment(md({ instanceType: 'h100' }), undefined, modelDeploymentContext());
     assert.deepEqual(f.errors, []);
     assert.match(f.warnings[0]!, /^spec\.roles\[0\]\.instanceType: InstanceType h100 does not exist \(yet\)/);
   });
@@ -89,7 +90,7 @@ describe('validateModelDeployment: the default image', () => {
       metadata: { name: 'mlu' },
       spec: { ...a10g.spec, acceleratorGroup: 'cambricon-mlu', manufacturer: 'cambricon' },
     };
-    const ctx = context({ instanceTypes: new Map([['mlu', mlu]]) });
+    const ctx = modelDeploymentContext({ instanceTypes: new Map([['mlu', mlu]]) });
     assert.deepEqual(errorsOf(md({ instanceType: 'mlu' }), undefined, ctx), [
       'spec.roles[0].image: gpustack/runner publishes no image for manufacturer cambricon (InstanceType mlu), so no default image can be formed; set spec.roles[0].image or spec.engine.image',
     ]);

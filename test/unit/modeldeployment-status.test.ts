@@ -18,30 +18,20 @@ import {
   clientEndpoint,
   cond,
   conditionOf,
+  deletedAt,
   externalBackend,
   group,
   messageOf,
+  modelDeployment,
   pool,
   readyPool,
-} from '../support/kvcache-fixtures.ts';
+} from '../builders/index.ts';
 
 function md(opts: { kvCache?: boolean; deleting?: boolean } = {}): ModelDeployment {
-  return {
-    apiVersion: 'worker.gpustack.ai/v1',
-    kind: 'ModelDeployment',
-    metadata: {
-      name: 'chat',
-      namespace: 'team-a',
-      generation: 2,
-      ...(opts.deleting ? { deletionTimestamp: '2025-01-01T00:00:00Z' } : {}),
-    },
-    spec: {
-      model: { name: 'Qwen/Qwen2.5-7B-Instruct' },
-      engine: { name: 'vLLM', version: '0.29.0' },
-      ...(opts.kvCache === false ? {} : { kvCache: { poolRef: { name: 'team-a' } } }),
-      roles: [{ name: 'server', instanceType: 'nvidia-a10g' }],
-    },
-  };
+  return modelDeployment('chat', {
+    metadata: { generation: 2, ...(opts.deleting ? { deletionTimestamp: deletedAt } : {}) },
+    spec: opts.kvCache === false ? {} : { kvCache: { poolRef: { name: 'team-a' } } },
+  });
 }
 
 const readyBinding = (status: KVCachePoolBinding['status'] = { phase: 'Ready' }) =>

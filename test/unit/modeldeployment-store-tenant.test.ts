@@ -1,10 +1,11 @@
 // ModelDeployment admission of the store tenant a role names: only the Binding's domain.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { context, errorsOf, md } from './modeldeployment-rules-builders.ts';
+import { md, modelDeploymentContext } from '../builders/index.ts';
+import { errorsOf } from '../support/admission-verdicts.ts';
 
 describe('validateModelDeployment: the store tenant a role names', () => {
-  const own = context({ tenant: { binding: 'team-a', domain: 'chat' } });
+  const own = modelDeploymentContext({ tenant: { binding: 'team-a', domain: 'chat' } });
   const sglangTakeOver = (command: string[], env: { name: string; value: string }[] = []) =>
     md({ command, env }, { engine: 'SGLang' });
   const launch = ['python3', '-m', 'sglang.launch_server', '--hicache-storage-backend', 'mooncake'];

@@ -19,7 +19,7 @@ import { engineImage, poolRuntimeVersions } from '../../src/vocabulary/runner-im
 import { podInjectionHook } from '../../src/webhooks/modeldeployment.ts';
 import { type AdmittedPod, planPodInjection } from '../../src/webhooks/pod-injection-rules.ts';
 import { userKeys } from '../../src/webhooks/pod-injection-target.ts';
-import { backend, binding, readyPool } from '../support/kvcache-fixtures.ts';
+import { backend, binding, readyPool } from '../builders/index.ts';
 
 const page = readFileSync(join(projectRoot, 'docs', 'on-your-cluster.md'), 'utf8');
 const example = <T>(file: string): T =>

@@ -10,7 +10,7 @@ import { ledgerPassFailure } from '../../src/controllers/pool/ledger-metrics.ts'
 import { Controller } from '../../src/kube/controller.ts';
 import { registry } from '../../src/kube/metrics.ts';
 import { failedRoutes } from '../../src/store/scrape-metrics.ts';
-import { backend, binding, pool } from '../support/kvcache-fixtures.ts';
+import { backend, binding, pool } from '../builders/index.ts';
 import { ManualClock } from '../support/manual-clock.ts';
 
 /** The value of one sample in the registry's exposition text. */

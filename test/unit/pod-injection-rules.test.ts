@@ -11,14 +11,18 @@ import {
   clientEndpoint,
   cond,
   group,
+  injectionContext,
+  optedInPod,
   pool,
   readyPool,
-} from '../support/kvcache-fixtures.ts';
-import { accepted, ctx, op, pod, refused, sglang, vllm } from './pod-injection-builders.ts';
+  sglang,
+  vllm,
+} from '../builders/index.ts';
+import { accepted, op, refused } from '../support/admission-verdicts.ts';
 
 describe('planPodInjection: accepted Pods', () => {
   it('attaches a vLLM Pod through the client-config file', () => {
-    const patch = accepted(pod());
+    const patch = accepted(optedInPod());
     assert.deepEqual(
       patch.map((o) => [o.op, o.path]),
       [
@@ -78,7 +82,8 @@ describe('planPodInjection: accepted Pods', () => {
 
   it('writes kv_load_failure_policy fail only for a Pod annotated so', () => {
     const policyOf = (annotations: Record<string, string>) => {
-      const args = (op(accepted(pod([vllm], annotations)), '/spec/containers/0')!.value as Container).args!;
+      const args = (op(accepted(optedInPod([vllm], annotations)), '/spec/containers/0')!.value as Container)
+        .args!;
       return JSON.parse(args[args.indexOf('--kv-transfer-config') + 1]!).kv_load_failure_policy;
     };
     assert.equal(policyOf({}), 'recompute');
@@ -87,7 +92,7 @@ describe('planPodInjection: accepted Pods', () => {
   });
 
   it('replaces the volume list when the Pod already has volumes', () => {
-    const p = pod();
+    const p = optedInPod();
     p.spec.volumes = [{ name: 'models', emptyDir: {} }];
     const volumes = op(accepted(p), '/spec/volumes')!;
     assert.equal(volumes.op, 'replace');
@@ -98,7 +103,7 @@ describe('planPodInjection: accepted Pods', () => {
   });
 
   it('attaches an SGLang Pod through the environment, with no volume or client config', () => {
-    const patch = accepted(pod([sglang], { 'kvcache.gpustack.ai/engine': 'SGLang' }));
+    const patch = accepted(optedInPod([sglang], { 'kvcache.gpustack.ai/engine': 'SGLang' }));
     assert.deepEqual(
       patch.map((o) => o.path),
       ['/spec/containers/0', '/metadata/annotations/kvcache.gpustack.ai~1injected'],
@@ -122,8 +127,10 @@ describe('planPodInjection: accepted Pods', () => {
   });
 
   it('writes no tenant when the pool reports a master without multi-tenancy', () => {
-    const c = ctx({ pool: readyPool(cond('QuotaLedgerAvailable', 'False', 'MultiTenancyDisabled')) });
-    const patch = accepted(pod(), c);
+    const c = injectionContext({
+      pool: readyPool(cond('QuotaLedgerAvailable', 'False', 'MultiTenancyDisabled')),
+    });
+    const patch = accepted(optedInPod(), c);
     const config = JSON.parse(
       op(patch, '/metadata/annotations/kvcache.gpustack.ai~1client-config')!.value as string,
     );
@@ -138,30 +145,30 @@ describe('planPodInjection: accepted Pods', () => {
 describe('planPodInjection: the annotations', () => {
   it('refuses an unknown kvcache.gpustack.ai/ annotation, the domain one included', () => {
     assert.match(
-      refused(pod([vllm], { 'kvcache.gpustack.ai/domain': 'someone-else' })),
+      refused(optedInPod([vllm], { 'kvcache.gpustack.ai/domain': 'someone-else' })),
       /^metadata\.annotations\[kvcache\.gpustack\.ai\/domain\] is not part of the injection contract \(the domain comes from the Binding\); remove it$/,
     );
   });
 
   it('refuses a user-supplied injected or client-config annotation', () => {
     assert.equal(
-      refused(pod([vllm], { 'kvcache.gpustack.ai/client-config': '{}' })),
+      refused(optedInPod([vllm], { 'kvcache.gpustack.ai/client-config': '{}' })),
       'metadata.annotations[kvcache.gpustack.ai/client-config] is written by the injection webhook; remove it',
     );
     assert.match(
-      refused(pod([vllm], { 'kvcache.gpustack.ai/injected': '{}' })),
+      refused(optedInPod([vllm], { 'kvcache.gpustack.ai/injected': '{}' })),
       /^metadata\.annotations\[kvcache\.gpustack\.ai\/injected\]: the injected flags are not in the container’s args; the injection webhook writes it, and this Pod does not carry what it writes: remove it/,
     );
   });
 
   it('refuses a kv-load-failure-policy that names no policy, and on SGLang', () => {
     assert.equal(
-      refused(pod([vllm], { 'kvcache.gpustack.ai/kv-load-failure-policy': 'never' })),
+      refused(optedInPod([vllm], { 'kvcache.gpustack.ai/kv-load-failure-policy': 'never' })),
       'metadata.annotations[kvcache.gpustack.ai/kv-load-failure-policy]: "never" is not a policy; set "fail" to fail a request whose load from the store fails or stalls, or remove it (the injection writes recompute)',
     );
     assert.equal(
       refused(
-        pod([sglang], {
+        optedInPod([sglang], {
           'kvcache.gpustack.ai/engine': 'SGLang',
           'kvcache.gpustack.ai/kv-load-failure-policy': 'fail',
         }),
@@ -171,21 +178,21 @@ describe('planPodInjection: the annotations', () => {
   });
 
   it('refuses a missing binding, or one with a namespace part', () => {
-    const p = pod();
+    const p = optedInPod();
     delete p.metadata.annotations!['kvcache.gpustack.ai/binding'];
     assert.match(
       refused(p),
       /^metadata\.annotations\[kvcache\.gpustack\.ai\/binding\] is required: name a KVCachePoolBinding/,
     );
     assert.match(
-      refused(pod([vllm], { 'kvcache.gpustack.ai/binding': 'team-b/theirs' })),
+      refused(optedInPod([vllm], { 'kvcache.gpustack.ai/binding': 'team-b/theirs' })),
       /"team-b\/theirs" must be a Binding name in the Pod's own namespace, without a namespace part/,
     );
   });
 
   it('refuses a binding that is not an object name, naming the annotation, the rule and the fix', () => {
     for (const name of ['Team_A', 'team a', '-team-a', 'team-a.', '..', 'a'.repeat(254)]) {
-      const message = refused(pod([vllm], { 'kvcache.gpustack.ai/binding': name }));
+      const message = refused(optedInPod([vllm], { 'kvcache.gpustack.ai/binding': name }));
       assert.ok(
         message.startsWith(
           `metadata.annotations[kvcache.gpustack.ai/binding]: "${name}" is not an object name:`,
@@ -195,22 +202,22 @@ describe('planPodInjection: the annotations', () => {
       assert.match(message, /DNS-1123 subdomain/);
       assert.match(message, /write the name of a KVCachePoolBinding in the Pod's namespace/);
     }
-    accepted(pod([vllm], { 'kvcache.gpustack.ai/binding': 'team-a.v2' }));
+    accepted(optedInPod([vllm], { 'kvcache.gpustack.ai/binding': 'team-a.v2' }));
   });
 
   it('refuses a multi-container Pod that does not name its engine container', () => {
     assert.match(
-      refused(pod([vllm, { name: 'sidecar', image: 'busybox' }])),
+      refused(optedInPod([vllm, { name: 'sidecar', image: 'busybox' }])),
       /kvcache\.gpustack\.ai\/container\] is required when a Pod has several containers: name the engine container/,
     );
-    const named = pod([{ name: 'sidecar', image: 'busybox' }, vllm], {
+    const named = optedInPod([{ name: 'sidecar', image: 'busybox' }, vllm], {
       'kvcache.gpustack.ai/container': 'vllm',
     });
     assert.equal(op(accepted(named), '/spec/containers/1')?.op, 'replace');
   });
 
   it('refuses an init container named as the engine container', () => {
-    const p = pod([vllm], { 'kvcache.gpustack.ai/container': 'warmup' });
+    const p = optedInPod([vllm], { 'kvcache.gpustack.ai/container': 'warmup' });
     p.spec.initContainers = [{ name: 'warmup', command: ['vllm', 'serve', 'x'] }];
     assert.match(
       refused(p),
@@ -223,7 +230,7 @@ describe('planPodInjection: the container', () => {
   it('refuses sh -c, asking for the entry point directly', () => {
     const shell = { name: 'vllm', command: ['sh', '-c', 'vllm serve Qwen/Qwen2.5-7B-Instruct'] };
     assert.match(
-      refused(pod([shell])),
+      refused(optedInPod([shell])),
       /^spec\.containers\[0\]: sh -c runs a command string .*; call vllm directly$/,
     );
   });
@@ -231,7 +238,7 @@ describe('planPodInjection: the container', () => {
   it('refuses an owned flag in args, naming where it is', () => {
     const owned = { ...vllm, args: ['--kv-cache-dtype', 'fp8'] };
     assert.match(
-      refused(pod([owned])),
+      refused(optedInPod([owned])),
       /^spec\.containers\[0\]\.args\[0\]: --kv-cache-dtype is owned by the operator on vLLM/,
     );
   });
@@ -239,7 +246,7 @@ describe('planPodInjection: the container', () => {
   it('names the real position of an owned flag in command', () => {
     const inCommand = { name: 'vllm', command: ['vllm', 'serve', 'm', '--kv-transfer-config', '{}'] };
     assert.match(
-      refused(pod([inCommand])),
+      refused(optedInPod([inCommand])),
       /^spec\.containers\[0\]\.command\[3\]: --kv-transfer-config is owned by the operator on vLLM: the injection writes it from the Binding; remove it, or drop the kvcache\.gpustack\.ai\/inject label/,
     );
   });
@@ -249,7 +256,7 @@ describe('planPodInjection: the container', () => {
     const onPurpose: Record<string, string> = { 'kvcache.gpustack.ai/kv-load-failure-policy': 'fail' };
     for (const annotations of [{}, onPurpose])
       assert.equal(
-        refused(pod([own], annotations)),
+        refused(optedInPod([own], annotations)),
         'spec.containers[0].args[2]: --kv-transfer-config.kv_load_failure_policy sets kv_load_failure_policy to fail, which the injection writes on vLLM: recompute, so a load from the store that fails or stalls is computed again instead of failing the request with HTTP 500; remove it (a second --kv-transfer-config would replace the connector\'s), and to fail such requests on purpose annotate the Pod kvcache.gpustack.ai/kv-load-failure-policy: "fail"',
       );
   });
@@ -257,11 +264,11 @@ describe('planPodInjection: the container', () => {
   it('refuses only the env the injection itself writes, with the Pod way out', () => {
     const own = { ...sglang, env: [{ name: 'SGLANG_HICACHE_MOONCAKE_CONFIG_PATH', value: '/x.json' }] };
     assert.equal(
-      refused(pod([own], { 'kvcache.gpustack.ai/engine': 'SGLang' })),
+      refused(optedInPod([own], { 'kvcache.gpustack.ai/engine': 'SGLang' })),
       'spec.containers[0].env[0]: env SGLANG_HICACHE_MOONCAKE_CONFIG_PATH is written by the injection on SGLang; remove it, or drop the kvcache.gpustack.ai/inject label to configure the cache yourself',
     );
     const other = { ...sglang, env: [{ name: 'MOONCAKE_MASTER', value: '10.0.0.1:50051' }] };
-    const patch = accepted(pod([other], { 'kvcache.gpustack.ai/engine': 'SGLang' }));
+    const patch = accepted(optedInPod([other], { 'kvcache.gpustack.ai/engine': 'SGLang' }));
     const env = (op(patch, '/spec/containers/0')!.value as Container).env ?? [];
     assert.deepEqual(
       env.filter((e) => e.name === 'MOONCAKE_MASTER').map((e) => e.value),
@@ -270,7 +277,7 @@ describe('planPodInjection: the container', () => {
   });
 
   it('refuses a volume named like the one the injection owns', () => {
-    const p = pod();
+    const p = optedInPod();
     p.spec.volumes = [{ name: 'gpustack-kvcache-config', emptyDir: {} }];
     assert.match(
       refused(p),
@@ -282,7 +289,7 @@ describe('planPodInjection: the container', () => {
 describe('planPodInjection: the Binding, pool and backend', () => {
   it('refuses a Binding that does not exist, naming the namespace', () => {
     assert.match(
-      refused(pod(), ctx({ binding: undefined })),
+      refused(optedInPod(), injectionContext({ binding: undefined })),
       /KVCachePoolBinding team-a does not exist in namespace team-a/,
     );
   });
@@ -290,7 +297,7 @@ describe('planPodInjection: the Binding, pool and backend', () => {
   it('refuses a Binding being deleted', () => {
     const deleting = binding('team-a', 'team-a', { deleting: true });
     assert.match(
-      refused(pod(), ctx({ binding: deleting })),
+      refused(optedInPod(), injectionContext({ binding: deleting })),
       /KVCachePoolBinding team-a\/team-a is being deleted; use another Binding/,
     );
   });
@@ -298,14 +305,14 @@ describe('planPodInjection: the Binding, pool and backend', () => {
   it('refuses while the pool cannot say whether its master keeps a ledger', () => {
     const unreported = pool('shared-dram', { status: { phase: 'Provisioning', clientEndpoint } });
     assert.match(
-      refused(pod(), ctx({ pool: unreported })),
+      refused(optedInPod(), injectionContext({ pool: unreported })),
       /QuotaLedgerAvailable not reported yet\); retry once the pool is Ready/,
     );
     const outage = readyPool(
       cond('QuotaLedgerAvailable', 'False', 'LedgerUnreachable', 'connect ECONNREFUSED'),
     );
     assert.match(
-      refused(pod(), ctx({ pool: outage })),
+      refused(optedInPod(), injectionContext({ pool: outage })),
       /QuotaLedgerAvailable LedgerUnreachable: connect ECONNREFUSED/,
     );
   });
@@ -315,7 +322,7 @@ describe('planPodInjection: the Binding, pool and backend', () => {
       status: { conditions: [cond('QuotaLedgerAvailable', 'True', 'Available')] },
     });
     assert.match(
-      refused(pod(), ctx({ pool: noEndpoint })),
+      refused(optedInPod(), injectionContext({ pool: noEndpoint })),
       /^pool shared-dram publishes no clientEndpoint yet; retry once its backend is Ready$/,
     );
   });
@@ -325,14 +332,14 @@ describe('planPodInjection: the Binding, pool and backend', () => {
       groups: [group({ transport: { protocol: 'RDMA' } }), group({ transport: { protocol: 'TCP' } })],
     });
     assert.match(
-      refused(pod(), ctx({ backend: mixed })),
+      refused(optedInPod(), injectionContext({ backend: mixed })),
       /^pool shared-dram is served on several transports \(rdma, tcp\) and the engine cannot pick one/,
     );
   });
 });
 
 describe('frozenKeyRefusal', () => {
-  const created = pod([vllm], { 'kvcache.gpustack.ai/injected': '{"binding":"team-a"}' });
+  const created = optedInPod([vllm], { 'kvcache.gpustack.ai/injected': '{"binding":"team-a"}' });
 
   it('lets other metadata change', () => {
     const edited = structuredClone(created);
@@ -364,9 +371,9 @@ describe('planPodInjection: the store tenant', () => {
     const named = (c: Container) => ({ ...c, env: [{ name: 'MOONCAKE_TENANT_ID', value: 'team-b' }] });
     const why =
       "env MOONCAKE_TENANT_ID names the store tenant, which is the Binding's domain and which the injection writes (vLLM: tenant_id in the client config; SGLang: this variable), so another value could read another team's cache; remove it";
-    assert.equal(refused(pod([named(vllm)])), `spec.containers[0].env[0]: ${why}`);
+    assert.equal(refused(optedInPod([named(vllm)])), `spec.containers[0].env[0]: ${why}`);
     assert.equal(
-      refused(pod([named(sglang)], { 'kvcache.gpustack.ai/engine': 'SGLang' })),
+      refused(optedInPod([named(sglang)], { 'kvcache.gpustack.ai/engine': 'SGLang' })),
       `spec.containers[0].env[0]: ${why}`,
     );
   });

@@ -6,8 +6,8 @@ import { describe, it } from 'node:test';
 import type { Container } from 'kubernetes-types/core/v1.js';
 import type { JsonPatchOp } from '../../src/kube/webhook-server.ts';
 import type { AdmittedPod } from '../../src/webhooks/pod-injection-rules.ts';
-import { binding } from '../support/kvcache-fixtures.ts';
-import { accepted, ctx, pod, refused, sglang, vllm } from './pod-injection-builders.ts';
+import { binding, injectionContext, optedInPod, sglang, vllm } from '../builders/index.ts';
+import { accepted, refused } from '../support/admission-verdicts.ts';
 
 /** The Pod as the apiserver stores it after a JSON patch of the kinds the webhook writes. */
 function patched(p: AdmittedPod, patch: JsonPatchOp[]): AdmittedPod {
@@ -26,16 +26,17 @@ function patched(p: AdmittedPod, patch: JsonPatchOp[]): AdmittedPod {
 }
 
 describe('planPodInjection: a Pod the webhook already injected (re-invocation)', () => {
-  const injectedOnce = (p: AdmittedPod, c = ctx()) => patched(p, accepted(p, c));
-  const sglangPod = (containers: Container[]) => pod(containers, { 'kvcache.gpustack.ai/engine': 'SGLang' });
+  const injectedOnce = (p: AdmittedPod, c = injectionContext()) => patched(p, accepted(p, c));
+  const sglangPod = (containers: Container[]) =>
+    optedInPod(containers, { 'kvcache.gpustack.ai/engine': 'SGLang' });
 
   it('leaves an injected vLLM Pod as it is', () => {
-    const once = injectedOnce(pod());
+    const once = injectedOnce(optedInPod());
     assert.deepEqual(accepted(once), []);
   });
 
   it('leaves an injected vLLM Pod that fails failed loads on purpose as it is', () => {
-    const once = injectedOnce(pod([vllm], { 'kvcache.gpustack.ai/kv-load-failure-policy': 'fail' }));
+    const once = injectedOnce(optedInPod([vllm], { 'kvcache.gpustack.ai/kv-load-failure-policy': 'fail' }));
     assert.match(JSON.stringify(once.spec.containers[0]!.args), /kv_load_failure_policy\\":\\"fail/);
     assert.deepEqual(accepted(once), []);
   });
@@ -48,7 +49,7 @@ describe('planPodInjection: a Pod the webhook already injected (re-invocation)',
 
   it('stays a no-op after a later webhook added a sidecar, a volume, an env entry and args', () => {
     const once = injectedOnce(
-      pod([vllm, { name: 'proxy', image: 'proxy' }], { 'kvcache.gpustack.ai/container': 'vllm' }),
+      optedInPod([vllm, { name: 'proxy', image: 'proxy' }], { 'kvcache.gpustack.ai/container': 'vllm' }),
     );
     once.spec.containers.push({ name: 'mesh-proxy', image: 'mesh/proxy', args: ['proxy'] });
     once.spec.volumes!.push({ name: 'mesh-certs', emptyDir: {} });
@@ -75,19 +76,19 @@ describe('planPodInjection: a Pod the webhook already injected (re-invocation)',
       }
       return p;
     };
-    assert.deepEqual(accepted(stored(injectedOnce(pod()))), []);
+    assert.deepEqual(accepted(stored(injectedOnce(optedInPod()))), []);
     assert.deepEqual(accepted(stored(injectedOnce(sglangPod([sglang])))), []);
   });
 
   it('finds the injected container of a one-container Pod after a sidecar joined it', () => {
-    const once = injectedOnce(pod());
+    const once = injectedOnce(optedInPod());
     once.spec.containers.push({ name: 'mesh-proxy', image: 'mesh/proxy', args: ['proxy'] });
     assert.deepEqual(accepted(once), []);
   });
 
   it('refuses an injection that is not what the Binding gives now, naming the record', () => {
-    const once = injectedOnce(pod());
-    const moved = ctx({
+    const once = injectedOnce(optedInPod());
+    const moved = injectionContext({
       binding: binding('team-a', 'team-a', { domain: 'qwen-fp8-v1', blockSize: 32, dtype: 'fp8_e4m3' }),
     });
     assert.match(refused(once, moved), /injected\]: the injected flags are not in the container’s args/);
@@ -102,7 +103,7 @@ describe('planPodInjection: a Pod the webhook already injected (re-invocation)',
   });
 
   it('still refuses an owned flag another webhook added beside the injection', () => {
-    const once = injectedOnce(pod());
+    const once = injectedOnce(optedInPod());
     once.spec.containers[0]!.args = [...once.spec.containers[0]!.args!, '--kv-cache-dtype', 'auto'];
     assert.match(refused(once), /args\[\d+\]: --kv-cache-dtype is owned by the operator on vLLM/);
   });

@@ -9,7 +9,7 @@ import {
   validateBinding,
   validatePoolCreate,
 } from '../../src/webhooks/pool-binding-rules.ts';
-import { backend, binding, externalBackend, pool } from '../support/kvcache-fixtures.ts';
+import { backend, binding, externalBackend, pool } from '../builders/index.ts';
 
 describe('validatePoolCreate', () => {
   it('admits a pool on an existing multi-tenant backend without warnings', () => {

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import type { KVCachePoolBinding } from '../../src/api/types.ts';
 import { type PlanInput, planLedger } from '../../src/controllers/pool/plan.ts';
 import type { LedgerEntry } from '../../src/store/tenant-ledger.ts';
-import { binding, pool } from '../support/kvcache-fixtures.ts';
+import { binding, pool } from '../builders/index.ts';
 
 const gi = (n: number) => BigInt(n) * 2n ** 30n;
 

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import type { KVCachePool, KVCachePoolBinding } from '../../src/api/types.ts';
 import { planLedger } from '../../src/controllers/pool/plan.ts';
 import { decidePool, type MasterReport } from '../../src/controllers/pool/status.ts';
-import { binding, conditionOf, figures, messageOf, pool, report } from '../support/kvcache-fixtures.ts';
+import { binding, conditionOf, figures, messageOf, pool, report } from '../builders/index.ts';
 
 function decide(p: KVCachePool, bindings: KVCachePoolBinding[], m: MasterReport = report()) {
   const plan = planLedger({ pools: [p], bindings, isHeld: () => false, ledger: [], registered: new Set() });

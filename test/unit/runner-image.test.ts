@@ -2,29 +2,14 @@
 // from the InstanceType's manufacturer and its nodes' runtime version.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { InstanceTypeSpec } from '../../src/api/instance-type.ts';
-import type { InstanceType, ModelDeployment } from '../../src/api/types.ts';
+import type { ModelDeployment } from '../../src/api/types.ts';
 import {
   compareVersions,
   engineImage,
   poolRuntimeVersions,
   runnerImageRefusal,
 } from '../../src/vocabulary/runner-image.ts';
-
-function instanceType(name: string, spec: Partial<InstanceTypeSpec>): InstanceType {
-  return {
-    apiVersion: 'worker.gpustack.ai/v1',
-    kind: 'InstanceType',
-    metadata: { name },
-    spec: {
-      os: 'linux',
-      arch: 'amd64',
-      unitResources: { cpu: '1', ram: '2Gi' },
-      localStorage: '10Gi',
-      ...spec,
-    },
-  };
-}
+import { instanceType, node as labelledNode, modelDeployment } from '../builders/index.ts';
 
 const local = instanceType('local', { acceleratable: false });
 const a10g = instanceType('nvidia-a10g', {
@@ -34,11 +19,7 @@ const a10g = instanceType('nvidia-a10g', {
 });
 
 describe('the runner image', () => {
-  const node = (labels: Record<string, string>) => ({
-    apiVersion: 'v1',
-    kind: 'Node',
-    metadata: { name: 'n', labels },
-  });
+  const node = (labels: Record<string, string>) => labelledNode('n', labels);
   const group = 'acceleratable.feature.gpustack.ai/nvidia-a10g';
   const version = 'acceleratable.feature.gpustack.ai/nvidia.runtime-version';
 
@@ -56,12 +37,11 @@ describe('the runner image', () => {
 
   it('tags a CPU InstanceType (no accelerator) with the CPU runner form, cpu-<engine><version>', () => {
     const role = { name: 'server', replicas: 1, instanceType: 'local' };
-    const md = (engine: 'vLLM' | 'SGLang'): ModelDeployment => ({
-      apiVersion: 'worker.gpustack.ai/v1',
-      kind: 'ModelDeployment',
-      metadata: { name: 'm', namespace: 'team-a' },
-      spec: { model: { name: 'org/model' }, engine: { name: engine, version: '0.32.0' }, roles: [role] },
-    });
+    const md = (engine: 'vLLM' | 'SGLang'): ModelDeployment =>
+      modelDeployment('m', {
+        spec: { model: { name: 'org/model' }, engine: { name: engine, version: '0.32.0' } },
+        roles: [role],
+      });
     assert.equal(engineImage(md('vLLM'), role, local, undefined), 'gpustack/runner:cpu-vllm0.32.0');
     assert.equal(engineImage(md('SGLang'), role, local, undefined), 'gpustack/runner:cpu-sglang0.32.0');
     // A node's runtime version is an accelerator's: it plays no part in a CPU tag.

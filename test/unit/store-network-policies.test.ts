@@ -10,7 +10,7 @@ import { storeNetworkPolicies } from '../../src/controllers/backend/render-netwo
 import { bindingWakes } from '../../src/controllers/backend/watches.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
 import { operatorPodLabels } from '../../src/vocabulary/store-objects.ts';
-import { backend, binding, group, pool } from '../support/kvcache-fixtures.ts';
+import { backend, binding, group, pool } from '../builders/index.ts';
 import { goldenTests } from './golden.ts';
 
 const ctx = { namespace: 'gpustack-system', defaultImage: 'kvpool/kvpool-store:test' };

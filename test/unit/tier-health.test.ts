@@ -13,7 +13,7 @@ import { tierFull } from '../../src/kubectl-kvpool/doctor-tier.ts';
 import type { Snapshot } from '../../src/kubectl-kvpool/snapshot.ts';
 import { storeWords, TierStatus } from '../../src/kvpool-store/tier-status.ts';
 import { parseTierReport, type TierReport } from '../../src/store/member-tier.ts';
-import { backend, group } from '../support/kvcache-fixtures.ts';
+import { backend, group } from '../builders/index.ts';
 
 const MiB = 1 << 20;
 const now = new Date('2026-12-02T12:00:00Z');

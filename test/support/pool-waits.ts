@@ -1,34 +1,10 @@
 // Waits on pools and Bindings, and reads of a master's tenant ledger, shared by the pool and Binding tests.
-// The objects themselves come from kvcache-fixtures.ts.
+// The objects themselves come from test/builders/.
 import type { KVCachePool, KVCachePoolBinding } from '../../src/api/types.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
-import { binding as typedBinding, pool as typedPool } from './kvcache-fixtures.ts';
+import { v1 } from '../builders/index.ts';
 import type { MooncakeStore } from './mooncake-store.ts';
 import { waitFor } from './wait.ts';
-
-export const v1 = 'worker.gpustack.ai/v1';
-
-/** kvcache-fixtures' pool, its backend and total given in place. */
-export function pool(name: string, backend: string, total: string): KVCachePool {
-  return typedPool(name, { backend, total });
-}
-
-/** kvcache-fixtures' binding, its pool, ceiling and domain given in place; a domain without a name leaves it out. */
-export function binding(
-  namespace: string,
-  name: string,
-  poolName: string,
-  ceiling: string,
-  domain: { name?: string; blockSize?: number; dtype?: string },
-): KVCachePoolBinding {
-  return typedBinding(namespace, name, {
-    pool: poolName,
-    ceiling,
-    domain: domain.name ?? null,
-    ...(domain.blockSize === undefined ? {} : { blockSize: domain.blockSize }),
-    ...(domain.dtype === undefined ? {} : { dtype: domain.dtype }),
-  });
-}
 
 export function condition(
   obj: { status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } },
