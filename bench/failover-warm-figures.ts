@@ -18,13 +18,9 @@ export function keysInTierFile(bytes: Buffer, prefix: string): Set<string> {
   return found;
 }
 
-export interface Hit {
-  key: string;
-  /** ms since the epoch */
-  at: number;
-  /** Read back with the bytes written under the key. */
-  ok: boolean;
-}
+import type { Hit } from '../test/support/warm-client.ts';
+
+export type { Hit };
 
 export interface WarmRunFigures {
   written: number;

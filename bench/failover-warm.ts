@@ -14,7 +14,7 @@ import type { LocalCluster } from '../local/cluster.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
 import { parseQuantityBytes } from '../src/vocabulary/quantity.ts';
 import { leaderRpcPort } from '../src/vocabulary/store-objects.ts';
-import { WarmClient } from './failover-warm-client.ts';
+import { WarmClient } from '../test/support/warm-client.ts';
 import {
   backend,
   coldName,

@@ -86,6 +86,10 @@ function builtInput(from: string): { path: string; key: string } {
         .digest('hex');
       return { path: join(cacheDir(), 'pause', key.slice(0, 16), 'pause'), key };
     }
+    case '@etcd': {
+      const v = toolchainValue('ETCD_VERSION');
+      return { path: join(cacheDir(), 'etcd', v, 'etcd'), key: v };
+    }
     case '@coredns': {
       const v = toolchainValue('COREDNS_VERSION');
       return { path: join(cacheDir(), 'coredns', v, 'coredns'), key: v };

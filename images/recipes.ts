@@ -15,7 +15,7 @@ export type FileCopy =
       /**
        * Source: a file or directory of the checkout, or a built input: `@production-node-modules`
        * (the lock file's production dependencies), `@compiled-src` (src/ compiled to JavaScript,
-       * images/compiled-source.ts), `@pause`, `@coredns` (binaries from set-up).
+       * images/compiled-source.ts), `@pause`, `@coredns`, `@etcd` (binaries from set-up).
        */
       from: string;
       /** Destination inside the image. */
@@ -150,6 +150,12 @@ export const layers: Layer[] = [
     },
   },
   {
+    // The etcd a store with replicated metadata keeps its OpLog in (decision 50): the release set-up builds.
+    name: 'etcd',
+    parents: [],
+    recipe: { kind: 'files', files: [{ from: '@etcd', to: '/usr/local/bin/etcd', mode: 0o755, strip: true }] },
+  },
+  {
     name: 'kvpool',
     parents: [],
     recipe: {
@@ -189,9 +195,9 @@ export const layers: Layer[] = [
 export const images: Image[] = [
   {
     name: 'kvpool-store',
-    description: 'the store: kvpool-store (leader election, members) and the published Mooncake wheel',
+    description: 'the store: kvpool-store (leader election, members), the published Mooncake wheel and etcd',
     references: [storeImage],
-    layers: ['debian', 'mooncake', 'node', 'kvpool'],
+    layers: ['debian', 'mooncake', 'node', 'etcd', 'kvpool'],
     user: '65532:0',
     env: [`PATH=/opt/mooncake/bin:${defaultPath}`, 'PYTHONUNBUFFERED=1'],
     entrypoint: ['kvpool-store'],

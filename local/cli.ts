@@ -1,4 +1,4 @@
-// `npm start` (node local/cli.ts [--nodes N] [--root DIR] [--network-policies]): the embedded local cluster in the foreground — a real control plane, real nodes
+// `npm start` (node local/cli.ts [--nodes N] [--root DIR] [--no-network-policies]): the embedded local cluster in the foreground — a real control plane, real nodes
 // (containerd, runc, the kubelet, kube-proxy, CoreDNS) running the project's images, the CRDs and the
 // operator. Ctrl-C stops everything it started and removes what it made on this machine.
 
@@ -14,8 +14,9 @@ export async function runLocal(argv: string[]): Promise<number> {
     options: {
       nodes: { type: 'string', default: '2' },
       root: { type: 'string' },
-      // NetworkPolicy enforced on every node (decision 38).
-      'network-policies': { type: 'boolean', default: false },
+      // NetworkPolicy enforced on every node (decision 38), as on the clusters people run.
+      'network-policies': { type: 'boolean', default: true },
+      'no-network-policies': { type: 'boolean', default: false },
     },
   });
   const root = values.root ?? join(projectRoot, '.kvpool');
@@ -25,7 +26,7 @@ export async function runLocal(argv: string[]): Promise<number> {
     root,
     nodes: Number(values.nodes),
     realEngines: true,
-    networkPolicies: values['network-policies'],
+    networkPolicies: values['network-policies'] && !values['no-network-policies'],
   });
   const kubectl = join(root, 'bin', 'kubectl');
   console.log(

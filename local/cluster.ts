@@ -23,6 +23,7 @@ import { KernelSettings } from './nodes/kernel-settings.ts';
 import type { LocalNode } from './nodes/node.ts';
 import { LocalRegistry } from './registry.ts';
 import { helmBinary, kubeBinary } from './toolchain.ts';
+import { LocalVolumes } from './volumes.ts';
 
 export const operatorNamespace = 'gpustack-system';
 export const localInstanceType = 'local-gpu';
@@ -97,6 +98,8 @@ export class LocalCluster {
   readonly nodeSet: ClusterNodes;
   /** The cluster's image registry (plain HTTP on this machine's address): the nodes pull from it. */
   readonly registry: LocalRegistry;
+  /** The default StorageClass's volumes: directories in a node's own /var/lib. */
+  readonly volumes: LocalVolumes;
   private readonly options: LocalClusterOptions;
   private readonly kernel: KernelSettings;
 
@@ -119,6 +122,7 @@ export class LocalCluster {
     this.nodeSet = parts.nodes;
     this.kernel = parts.kernel;
     this.registry = parts.registry;
+    this.volumes = new LocalVolumes(parts.client, options.root);
   }
 
   get kubeconfigPath(): string {
@@ -188,6 +192,7 @@ export class LocalCluster {
       const cluster = new LocalCluster(options, { cp, client, network, nodes, kernel, registry });
       try {
         await nodes.start();
+        await cluster.volumes.start();
         if (options.networkPolicies) await nodes.enforceNetworkPolicies();
         await cluster.install();
         return cluster;
@@ -290,6 +295,7 @@ export class LocalCluster {
 
   /** Stops everything it started; no process, mount, network device or cgroup of it is left. */
   async stop(): Promise<void> {
+    await this.volumes.stop();
     await this.nodeSet.stop().catch(() => undefined);
     await this.client.close();
     await this.cp.stop();

@@ -59,6 +59,10 @@ const nodeControllers = [
   'ttl-after-finished-controller',
   'disruption-controller',
   'clusterrole-aggregation-controller',
+  // Claims bound to the volumes local/volumes.ts makes (a store's etcd keeps its data on one).
+  'persistentvolume-binder-controller',
+  'persistentvolume-protection-controller',
+  'persistentvolumeclaim-protection-controller',
 ];
 
 const controllerSet = [

@@ -1,7 +1,17 @@
-// How a KVCacheBackend reaches its store (KV-cache spec §1.1, §3.1): managed (the operator runs a
+// How a KVCacheBackend reaches its store (docs/concepts.md, Backend): managed (the operator runs a
 // leader and member groups) or external (an existing store it only observes).
 import { MemberGroup } from './kvcache-backend-members.ts';
-import { AtomicList, cel, EnvVar, MapList, StringEnum, Type } from './schema.ts';
+import {
+  AtomicList,
+  cel,
+  EnvVar,
+  immutable,
+  MapList,
+  positiveBytes,
+  Quantity,
+  StringEnum,
+  Type,
+} from './schema.ts';
 
 // The store's Lease timing (docs/store-program.md, "Lease timing"); kvpool-store's flags are rendered from it.
 const leaseTimingField = 'spec.connection.managed.leader.leaseTiming';
@@ -73,6 +83,88 @@ const LeaseTiming = Type.Object(
   },
 );
 
+const etcdField = 'spec.connection.managed.leader.etcd';
+const EtcdStorage = Type.Object(
+  {
+    size: Type.Optional(
+      Quantity({
+        description:
+          "Bytes of each etcd member's volume (a quantity such as 1Gi). Defaults to 1Gi: the OpLog is compacted, so the store's metadata, not its data, fills it (docs/failover-and-sizing.md). Immutable.",
+        ...cel(
+          positiveBytes('leader.etcd.storage.size', '1Gi'),
+          immutable(`${etcdField}.storage.size`, 'create a new backend to resize'),
+        ),
+      }),
+    ),
+    storageClassName: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 253,
+        description:
+          "StorageClass of the members' volumes; unset takes the cluster's default class. Immutable.",
+        ...cel(immutable(`${etcdField}.storage.storageClassName`, 'create a new backend to move its etcd')),
+      }),
+    ),
+  },
+  { description: "Each etcd member's data volume (a PersistentVolumeClaim per member)." },
+);
+const ExternalEtcd = Type.Object(
+  {
+    endpoints: AtomicList(
+      Type.String({
+        minLength: 1,
+        maxLength: 259,
+        description: 'https://host:port of one etcd member, for example https://etcd-0.etcd.example:2379.',
+        ...cel({
+          rule: "self.matches('^https://([A-Za-z0-9.-]+|\\\\[[0-9A-Fa-f:.]+\\\\]):[0-9]{1,5}$')",
+          message: `${etcdField}.external.endpoints[] must be https://host:port (TLS only), for example https://etcd-0.etcd.example:2379`,
+        }),
+      }),
+      7,
+      {
+        minItems: 1,
+        description: 'The etcd members the masters dial, over TLS with the client certificate.',
+      },
+    ),
+    clientSecretName: Type.String({
+      minLength: 1,
+      maxLength: 253,
+      description:
+        "A Secret in the operator namespace holding ca.crt (the CA that signed etcd's serving certificates), tls.crt and tls.key (a client certificate etcd accepts). Only the leader Pods mount it.",
+    }),
+  },
+  { description: 'An etcd the store uses instead of one the operator runs.' },
+);
+const Etcd = Type.Object(
+  {
+    replicas: Type.Optional(
+      Type.Integer({
+        format: 'int32',
+        enum: [1, 3, 5],
+        description:
+          'Members of the etcd the operator runs for the store (a StatefulSet <name>-etcd): 1, 3 or 5. Defaults to 3, which survives the loss of one. Immutable.',
+        ...cel(immutable(`${etcdField}.replicas`, 'create a new backend for another etcd size')),
+      }),
+    ),
+    storage: Type.Optional(EtcdStorage),
+    external: Type.Optional(ExternalEtcd),
+  },
+  {
+    description:
+      "The etcd that holds the store's replicated metadata (electionBackend Etcd): one the operator runs (TLS between its members and to the masters, only the leader Pods may reach it), or external. Defaults to 3 members of 1Gi each.",
+    ...cel(
+      {
+        rule: '!has(self.external) || (!has(self.replicas) && !has(self.storage))',
+        message: `${etcdField}: external names an etcd the operator does not run; remove replicas and storage, or remove external`,
+      },
+      {
+        rule: 'has(self.external) == has(oldSelf.external)',
+        message: `${etcdField}.external cannot be added or removed: the store's metadata lives in its etcd; create a new backend instead`,
+      },
+    ),
+  },
+);
+
 const Leader = Type.Object(
   {
     leaseTiming: Type.Optional(LeaseTiming),
@@ -83,21 +175,22 @@ const Leader = Type.Object(
         maximum: 5,
         default: 1,
         description:
-          'Leader Pods, 1 to 5. Defaults to 1. Above 1 the extra Pods are unready standbys that take over through the election, so it needs electionBackend Kubernetes; the Deployment then shows N desired, 1 ready.',
+          'Leader Pods, 1 to 5. Defaults to 1. Above 1 the extra Pods are unready standbys that take over through the election, so it needs electionBackend Kubernetes or Etcd; the Deployment then shows N desired, 1 ready.',
       }),
     ),
     electionBackend: Type.Optional(
-      StringEnum(['Kubernetes', 'None'] as const, {
+      StringEnum(['Kubernetes', 'Etcd', 'None'] as const, {
         default: 'Kubernetes',
         description:
-          'Kubernetes: a Lease <name>-leader in the operator namespace picks the serving leader, at any replica count. None: one leader, serving from its start (replicas must then be 1). Defaults to Kubernetes. A change restarts the leader and every member, losing the cache.',
+          'Kubernetes: a Lease <name>-leader in the operator namespace picks the serving leader, at any replica count; a new leader starts with an empty index. Etcd: every replica runs the master, the serving one writes its metadata to an OpLog in etcd (leader.etcd) and the standbys follow it, so a failover keeps every key. None: one leader, serving from its start (replicas must then be 1). Defaults to Kubernetes. A change restarts the leader and every member, losing the cache.',
       }),
     ),
+    etcd: Type.Optional(Etcd),
     memberAddressing: Type.Optional(
       StringEnum(['Service', 'Lease'] as const, {
         default: 'Service',
         description:
-          'How members find the leader while an election runs: Service (<name>-leader.<namespace>.svc:50051) or Lease (the holder the Lease names). Defaults to Service. Ignored with electionBackend None; a change recreates every member.',
+          'How members find the leader while an election runs: Service (<name>-leader.<namespace>.svc:50051) or Lease (the holder the Lease names; electionBackend Kubernetes only). Defaults to Service. Ignored with electionBackend None; a change recreates every member.',
       }),
     ),
     allocationStrategy: Type.Optional(
@@ -132,15 +225,26 @@ const Leader = Type.Object(
       'The leader (the Mooncake master): a Deployment and Service <name>-leader in the operator namespace. {} takes every default.',
     ...cel(
       {
-        rule: "!has(self.replicas) || self.replicas <= 1 || !has(self.electionBackend) || self.electionBackend == 'Kubernetes'",
+        rule: "!has(self.replicas) || self.replicas <= 1 || !has(self.electionBackend) || self.electionBackend != 'None'",
         message:
-          'spec.connection.managed.leader.replicas above 1 needs an election: set leader.electionBackend to Kubernetes, or leader.replicas to 1',
+          'spec.connection.managed.leader.replicas above 1 needs an election: set leader.electionBackend to Etcd (failovers keep the cache) or Kubernetes, or leader.replicas to 1',
         fieldPath: '.replicas',
       },
       {
         rule: "!has(self.leaseTiming) || !has(self.electionBackend) || self.electionBackend == 'Kubernetes'",
-        message: `${leaseTimingField} has no effect without an election: remove it, or set leader.electionBackend to Kubernetes`,
+        message: `${leaseTimingField} times the Lease election only: remove it, or set leader.electionBackend to Kubernetes`,
         fieldPath: '.leaseTiming',
+      },
+      {
+        rule: "!has(self.etcd) || (has(self.electionBackend) && self.electionBackend == 'Etcd')",
+        message: `${etcdField} is used by electionBackend Etcd only: set leader.electionBackend to Etcd, or remove leader.etcd`,
+        fieldPath: '.etcd',
+      },
+      {
+        rule: "!has(self.memberAddressing) || self.memberAddressing != 'Lease' || !has(self.electionBackend) || self.electionBackend == 'Kubernetes'",
+        message:
+          'spec.connection.managed.leader.memberAddressing Lease follows the Kubernetes Lease, which electionBackend Etcd and None do not have: set it to Service',
+        fieldPath: '.memberAddressing',
       },
     ),
   },

@@ -20,9 +20,12 @@ export class LeaderStatus {
   freshness: LeaseFreshness | undefined;
   private readonly lease: string | undefined;
 
-  /** `lease` is `<namespace>/<name>` with an election, undefined without one. */
-  constructor(lease: string | undefined) {
+  private readonly etcd: boolean;
+
+  /** `lease` is `<namespace>/<name>` with a Lease election, undefined without one; `etcd`: etcd elects the masters. */
+  constructor(lease: string | undefined, etcd = false) {
     this.lease = lease;
+    this.etcd = etcd;
     this.phase = lease ? 'campaigning' : 'seeding';
   }
 
@@ -38,6 +41,11 @@ export class LeaderStatus {
       return { ok: false, reason: 'master starting: seeding the tenant policy' };
     if (!this.master.running) return { ok: false, reason: 'mooncake_master exited' };
     if (!this.health.serving) {
+      const standby = this.etcd && this.health.last?.role === 'standby';
+      if (standby) {
+        const leader = this.health.last?.leaderAddress;
+        return { ok: false, reason: `standby: following the OpLog${leader ? ` of ${leader}` : ''} in etcd` };
+      }
       const state = this.health.hasServed ? 'master not serving' : 'master starting';
       return { ok: false, reason: `${state}: ${this.health.detail}` };
     }

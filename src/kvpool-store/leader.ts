@@ -1,5 +1,5 @@
 // `kvpool-store leader`: campaigns for the store's Lease, and only as the holder seeds the tenant
-// policy and runs mooncake_master. Leading ends at the renew deadline after the last successful
+// policy and runs mooncake_master (with etcd: runs it at once, and etcd elects among the masters). Leading ends at the renew deadline after the last successful
 // renewal (on this process's monotonic clock): then the master is killed at once and the replica
 // campaigns again, so two masters never serve one store while an API outage shorter than that deadline
 // costs nothing. See docs/store-program.md.
@@ -9,6 +9,7 @@ import { asksToStepDown, LeaderElector, type TermEnd } from '../kube/leader-elec
 import { type Logger, log } from '../kube/log.ts';
 import { shutdownRequested } from '../kube/shutdown.ts';
 import { Child, describeExit, findOnPath } from './child.ts';
+import { openTunnels, readClientTls, type TunnelSpec } from './etcd-tunnel.ts';
 import { LeaderStatus } from './leader-status.ts';
 import type { LeaseRef } from './lease-address.ts';
 import { masterEndpoints } from './master-flags.ts';
@@ -20,7 +21,7 @@ import { readSeedConfigMap } from './seed-configmap.ts';
 import { policyFromApi, seedTenantPolicy, writeTenantPolicy } from './tenant-policy-seed.ts';
 
 export interface LeaderOptions {
-  election: 'Kubernetes' | 'None';
+  election: 'Kubernetes' | 'Etcd' | 'None';
   lease: LeaseRef | undefined;
   probePort: number;
   /** GET /metrics alone, read from the master: what a scraper may reach instead of the admin port. */
@@ -32,6 +33,9 @@ export interface LeaderOptions {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /** With Etcd: the TLS tunnels the master reaches etcd through, and their client certificate. */
+  etcdTunnels?: TunnelSpec[];
+  etcdTlsDir?: string;
   masterArgs: string[];
 }
 
@@ -60,7 +64,7 @@ export async function runLeader(options: LeaderOptions, pod = podFromEnv()): Pro
     // Resolved up front: a missing binary is found before this replica takes the Lease.
     masterPath: findOnPath('mooncake_master'),
     pod,
-    status: new LeaderStatus(elected ? lease : undefined),
+    status: new LeaderStatus(elected ? lease : undefined, options.election === 'Etcd'),
     shutdown: shutdownRequested(),
     logger: log.child({ program: 'kvpool-store', role: 'leader', ...(elected ? { lease } : {}) }),
   };
@@ -69,6 +73,7 @@ export async function runLeader(options: LeaderOptions, pod = podFromEnv()): Pro
   const metrics = await startMetricsProxy(pod.ip ?? '0.0.0.0', options.metricsPort, masterAdmin(run));
   run.logger.info({ port: metrics.port }, 'metrics proxy listening');
   try {
+    if (options.election === 'Etcd') return await runEtcdElected(run);
     return elected ? await runElected(run) : await runUnelected(run);
   } finally {
     run.status.health?.stop();
@@ -93,6 +98,22 @@ async function runUnelected(run: Run): Promise<number> {
   if (ending === 'master-exited') return masterExited(run, master);
   await stopMaster(run, master, masterStopGraceMs);
   return 0;
+}
+
+/**
+ * etcd elects: every replica runs its master at once; etcd's view names the serving one, which writes
+ * the OpLog, and the others follow it, ready to serve with the same index (decision 50).
+ */
+async function runEtcdElected(run: Run): Promise<number> {
+  const { etcdTunnels = [], etcdTlsDir } = run.options;
+  if (!etcdTunnels.length || !etcdTlsDir)
+    throw new Error('--election=Etcd needs --etcd-tunnel=<local port>=<https endpoint> and --etcd-tls-dir');
+  const tunnels = await openTunnels(etcdTunnels, readClientTls(etcdTlsDir), run.logger);
+  try {
+    return await runUnelected(run);
+  } finally {
+    await tunnels.close();
+  }
 }
 
 async function runElected(run: Run): Promise<number> {

@@ -1,15 +1,22 @@
 // `kvpool-store`: the program of the store image. `leader` campaigns for the store's Lease and runs
-// mooncake_master while it holds it; `member` runs a member, following the Lease when asked to.
+// mooncake_master while it holds it (or, with etcd, runs it at once and lets etcd elect); `member` runs a member, following the Lease when asked to.
 // Everything after `--` goes verbatim to mooncake_master (leader) or the member service (member).
 import { parseArgs } from 'node:util';
 import { leaseTimingProblems, storeLeaseDefaults } from '../kube/lease-timing.ts';
 import { log } from '../kube/log.ts';
+import { parseTunnel } from './etcd-tunnel.ts';
 import { type LeaseRef, parseLeaseRef } from './lease-address.ts';
 
 const usage = `usage: kvpool-store <command> [flags] -- <store arguments>
   leader [flags] -- <mooncake_master flags>
-      --election=Kubernetes|None   campaign for a Lease before serving (default Kubernetes)
+      --election=Kubernetes|Etcd|None
+                                   campaign for a Lease before serving (default Kubernetes); Etcd:
+                                   run the master at once, etcd elects and the standbys follow its OpLog
       --lease=<namespace>/<name>   the Lease (required with --election=Kubernetes)
+      --etcd-tunnel=<port>=https://<host>:<port>
+                                   with Etcd, repeated: 127.0.0.1:<port> carries the master's etcd
+                                   connections, in TLS, to that endpoint
+      --etcd-tls-dir=<dir>         with Etcd: ca.crt, tls.crt and tls.key of the client certificate
       --probe-port=9004            /readyz and /healthz, on KUBERNETES_POD_IP
       --metrics-port=9005          GET /metrics alone, the master's, on KUBERNETES_POD_IP
       --policy-seed=<file>         tenant policy to start from, when the file exists
@@ -64,12 +71,15 @@ async function leader(flags: string[], masterArgs: string[]): Promise<number> {
       'lease-duration-ms': { type: 'string', default: String(storeLeaseDefaults.leaseDurationMs) },
       'renew-deadline-ms': { type: 'string', default: String(storeLeaseDefaults.renewDeadlineMs) },
       'retry-period-ms': { type: 'string', default: String(storeLeaseDefaults.retryPeriodMs) },
+      'etcd-tunnel': { type: 'string', multiple: true },
+      'etcd-tls-dir': { type: 'string' },
     },
   });
   const election = values.election;
-  if (election !== 'Kubernetes' && election !== 'None') {
-    throw new UsageError(`--election=${election}: give Kubernetes or None`);
+  if (election !== 'Kubernetes' && election !== 'Etcd' && election !== 'None') {
+    throw new UsageError(`--election=${election}: give Kubernetes, Etcd or None`);
   }
+  const etcd = etcdFlags(election, values['etcd-tunnel'] ?? [], values['etcd-tls-dir']);
   if (election === 'Kubernetes' && !process.env.KUBERNETES_POD_IP) {
     throw new UsageError(
       '--election=Kubernetes needs KUBERNETES_POD_IP: the Lease names <pod IP>:<rpc port>',
@@ -96,8 +106,27 @@ async function leader(flags: string[], masterArgs: string[]): Promise<number> {
     policyFile: values['policy-file'],
     policySeedConfigMap: objectFlag('policy-seed-configmap', values['policy-seed-configmap']),
     ...timings,
+    ...etcd,
     masterArgs,
   });
+}
+
+function etcdFlags(election: string, tunnels: string[], tlsDir: string | undefined) {
+  if (election !== 'Etcd') {
+    if (tunnels.length || tlsDir)
+      throw new UsageError('--etcd-tunnel and --etcd-tls-dir need --election=Etcd');
+    return {};
+  }
+  if (!tunnels.length || !tlsDir)
+    throw new UsageError(
+      '--election=Etcd needs --etcd-tunnel=<port>=https://<host>:<port> and --etcd-tls-dir=<dir>',
+    );
+  const etcdTunnels = tunnels.map((t) => {
+    const spec = parseTunnel(t);
+    if (!spec) throw new UsageError(`--etcd-tunnel=${t}: give <local port>=https://<host>:<port>`);
+    return spec;
+  });
+  return { etcdTunnels, etcdTlsDir: tlsDir };
 }
 
 async function member(flags: string[], memberArgs: string[]): Promise<number> {

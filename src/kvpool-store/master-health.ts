@@ -2,7 +2,7 @@
 // verdict only while it is fresh, so a hung master turns the replica unready within seconds.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreAdminClient } from '../store/admin-client.ts';
-import { parseHealth } from '../store/observe.ts';
+import { type Health, parseHealth } from '../store/observe.ts';
 
 const pollIntervalMs = 500;
 // A new leader's master answers within a second or so: find out soon, as that ends a failover.
@@ -14,6 +14,8 @@ export class MasterHealth {
   private readonly admin: StoreAdminClient;
   private lastServingAt: number | undefined;
   private lastAnswer = 'no answer yet';
+  /** The master's last verdict, while it answers. */
+  last: Health | undefined;
   private stopped = false;
 
   /** `address`: the master's admin endpoint, `host:port`. */
@@ -51,9 +53,11 @@ export class MasterHealth {
   private async pollOnce(): Promise<void> {
     try {
       const health = parseHealth(await this.admin.getText('/health'));
+      this.last = health;
       if (health.serviceReady) this.lastServingAt = performance.now();
       this.lastAnswer = `service_ready=${health.serviceReady}, role=${health.role}, ha_state=${health.haState}`;
     } catch (err) {
+      this.last = undefined;
       this.lastAnswer = `GET /health on ${this.admin.address} failed: ${(err as Error).message}`;
     }
   }

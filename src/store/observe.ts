@@ -13,6 +13,8 @@ export interface Health {
   serviceReady: boolean;
   role?: string;
   haState?: string;
+  leaderAddress?: string;
+  viewVersion?: number;
 }
 
 export interface Segment {
@@ -47,9 +49,22 @@ function failed<T, R extends string>(reason: R, err: unknown): Reading<T, R> {
 }
 
 export function parseHealth(body: string): Health {
-  const h = JSON.parse(body) as { service_ready?: unknown; role?: string; ha_state?: string };
+  const h = JSON.parse(body) as {
+    service_ready?: unknown;
+    role?: string;
+    ha_state?: string;
+    leader_address?: unknown;
+    view_version?: unknown;
+  };
   if (typeof h.service_ready !== 'boolean') throw new Error('the /health reply has no service_ready verdict');
-  return { serviceReady: h.service_ready, role: h.role, haState: h.ha_state };
+  return {
+    serviceReady: h.service_ready,
+    role: h.role,
+    haState: h.ha_state,
+    // In HA mode: the serving master etcd names, and the number of that view (absent otherwise).
+    ...(typeof h.leader_address === 'string' && h.leader_address ? { leaderAddress: h.leader_address } : {}),
+    ...(typeof h.view_version === 'number' ? { viewVersion: h.view_version } : {}),
+  };
 }
 
 export function parseSegments(body: string): Segment[] {

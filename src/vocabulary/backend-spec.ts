@@ -23,9 +23,45 @@ export function managedConnection(backend: KVCacheBackend): ManagedConnection {
   return managed;
 }
 
-/** Whether the store runs a Kubernetes Lease election (the default, even at one replica). */
+export type ElectionBackend = 'Kubernetes' | 'Etcd' | 'None';
+
+/** How the store picks its serving master: a Kubernetes Lease (the default, even at one replica), etcd, or not at all. */
+export function electionOf(backend: KVCacheBackend): ElectionBackend {
+  return managedConnection(backend).leader.electionBackend ?? 'Kubernetes';
+}
+
+/** Whether the store elects its serving master (Lease or etcd): standbys, rollouts that hand over. */
 export function electionOn(backend: KVCacheBackend): boolean {
-  return (managedConnection(backend).leader.electionBackend ?? 'Kubernetes') === 'Kubernetes';
+  return electionOf(backend) !== 'None';
+}
+
+/** Whether the election runs on the Kubernetes Lease `<name>-leader` (its account, timing and step-down). */
+export function leaseElection(backend: KVCacheBackend): boolean {
+  return electionOf(backend) === 'Kubernetes';
+}
+
+/** Whether the masters keep the store's metadata in etcd's OpLog, so a failover keeps every key. */
+export function metadataReplicated(backend: KVCacheBackend): boolean {
+  return electionOf(backend) === 'Etcd';
+}
+
+export interface ResolvedEtcd {
+  /** The etcd the operator runs, or undefined for an external one. */
+  managed?: { replicas: number; storageBytes: string; storageClassName?: string };
+  external?: { endpoints: string[]; clientSecretName: string };
+}
+
+/** `leader.etcd` with its defaults: 3 members of 1Gi each, run by the operator. */
+export function resolveEtcd(backend: KVCacheBackend): ResolvedEtcd {
+  const etcd = managedConnection(backend).leader.etcd;
+  if (etcd?.external) return { external: { ...etcd.external, endpoints: [...etcd.external.endpoints] } };
+  return {
+    managed: {
+      replicas: etcd?.replicas ?? 3,
+      storageBytes: String(etcd?.storage?.size ?? '1Gi'),
+      ...(etcd?.storage?.storageClassName ? { storageClassName: etcd.storage.storageClassName } : {}),
+    },
+  };
 }
 
 /** Whether the leader keeps a tenant ledger (multiTenancy, on by default): its policy files, seed and read right. */
@@ -35,7 +71,7 @@ export function tenancyOn(backend: KVCacheBackend): boolean {
 
 /** Whether members read the Lease themselves (they then need an account); else they need no API access. */
 export function membersReadLease(backend: KVCacheBackend): boolean {
-  return electionOn(backend) && managedConnection(backend).leader.memberAddressing === 'Lease';
+  return leaseElection(backend) && managedConnection(backend).leader.memberAddressing === 'Lease';
 }
 
 /** A duration as the schema admits it (`250ms`, `7s`), in milliseconds. */

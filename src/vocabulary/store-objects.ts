@@ -135,3 +135,25 @@ export function memberTierStatusPort(group: number): number {
 export function memberAccountName(backend: BackendRef): string {
   return `${backendName(backend)}-member`;
 }
+
+/** The store's own etcd (electionBackend Etcd): its StatefulSet, headless Service and NetworkPolicy. */
+export const etcdComponent = 'etcd';
+export function etcdName(backend: BackendRef): string {
+  return `${backendName(backend)}-etcd`;
+}
+/** The etcd's CA, its members' certificates and the masters' client certificate (each side mounts its own). */
+export function etcdSecretName(backend: BackendRef): string {
+  return `${backendName(backend)}-etcd-tls`;
+}
+/** etcd's ports: clients (TLS, the masters), peers (TLS), and plain /metrics, /health and /readyz. */
+export const etcdClientPort = 2379;
+export const etcdPeerPort = 2380;
+export const etcdMetricsPort = 2381;
+/** The leader's local ends of its TLS tunnels to etcd, one port per etcd endpoint from this one up. */
+export const etcdTunnelBasePort = 23790;
+/** Where the leader container finds its etcd client certificate (ca.crt, tls.crt, tls.key). */
+export const etcdClientTlsDir = '/etc/kvpool/etcd-client';
+/** The masters' etcd namespace for this store: Mooncake's cluster_id. */
+export function storeClusterId(backend: BackendRef, namespace: string): string {
+  return `kvpool.${namespace}.${backendName(backend)}`;
+}

@@ -39,7 +39,8 @@ function podEnv(pod: StorePod, extra: Record<string, string> = {}): NodeJS.Proce
   return {
     ...process.env,
     PATH: `${join(mooncakeVenv(), 'bin')}:${process.env.PATH}`,
-    KUBECONFIG: testKubeconfig(),
+    // A leader elected by etcd, and a member addressed by Service, never reach the API.
+    KUBECONFIG: extra.KUBECONFIG ?? testKubeconfig(),
     KUBERNETES_POD_NAME: pod.name,
     KUBERNETES_POD_NAMESPACE: pod.namespace,
     KUBERNETES_POD_IP: pod.ip,

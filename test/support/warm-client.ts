@@ -1,11 +1,19 @@
-// Drives one failover_warm_client.py process: the real Mooncake client library, set up once and kept
-// alive across the failover, writing objects and then polling their keys (see that file for the events).
+// Drives one warm_client.py process: the real Mooncake client library, set up once and kept alive
+// across a failover, writing objects and then polling their keys (see that file for the events). Used
+// by the failover tests and bench.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { mooncakeBinary } from '../local/toolchain.ts';
-import { WaitAborted, waitFor } from '../src/kube/wait-for.ts';
-import type { Hit } from './failover-warm-figures.ts';
+import { mooncakeBinary } from '../../local/toolchain.ts';
+import { WaitAborted, waitFor } from '../../src/kube/wait-for.ts';
+
+export interface Hit {
+  key: string;
+  /** ms since the epoch */
+  at: number;
+  /** Read back with the bytes written under the key. */
+  ok: boolean;
+}
 
 export interface ClientEvent {
   event: 'setup' | 'written' | 'error' | 'answered' | 'hit' | 'done';
@@ -39,7 +47,7 @@ export class WarmClient {
   constructor(options: WarmClientOptions) {
     this.master = options.master;
     const args = [
-      join(import.meta.dirname, 'failover_warm_client.py'),
+      join(import.meta.dirname, 'warm_client.py'),
       '--master',
       options.master,
       '--host',

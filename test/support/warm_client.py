@@ -1,7 +1,7 @@
-"""One client of the warm-failover bench, kept alive across the failover as an engine's would be. Run
+"""One client kept alive across a failover, as an engine's would be (failover tests and bench). Run
 with the Mooncake venv's python3:
 
-  failover_warm_client.py --master IP:PORT --host ADDR --size BYTES [--put PREFIX COUNT]
+  warm_client.py --master IP:PORT --host ADDR --size BYTES [--put PREFIX COUNT]
 
 Prints one JSON line per event, each with "at" (milliseconds since the epoch):
   {"event": "setup", "rc": n, "attempts": n}      once the client is set up (retried until --setup-until)

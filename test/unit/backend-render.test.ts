@@ -14,6 +14,7 @@ import {
 } from '../../src/controllers/backend/render.ts';
 import { renderMemberDaemonSet } from '../../src/controllers/backend/render-members.ts';
 import type { KubeObject } from '../../src/kube/object.ts';
+import { backendSelector as backendSelectorOf } from '../../src/vocabulary/store-objects.ts';
 import { goldenTests } from './golden.ts';
 
 const goldenDir = new URL('./golden/backend/', import.meta.url);
@@ -125,6 +126,17 @@ const rdma = backend(
   { imagePullSecrets: [{ name: 'registry-creds' }] },
 );
 const leaseAddressed = withLeader(backend('mooncake-lease', {}), { memberAddressing: 'Lease' });
+const replicated = withLeader(backend('mooncake-oplog', {}), { replicas: 3, electionBackend: 'Etcd' });
+const externalEtcd = withLeader(backend('mooncake-ext-etcd', {}), {
+  replicas: 2,
+  electionBackend: 'Etcd',
+  etcd: {
+    external: {
+      endpoints: ['https://etcd-a.example:2379', 'https://etcd-b.example:2379'],
+      clientSecretName: 'store-etcd-client',
+    },
+  },
+});
 
 const goldens: Record<string, KVCacheBackend> = {
   'step-1-dram': step1,
@@ -133,6 +145,8 @@ const goldens: Record<string, KVCacheBackend> = {
   'no-election-no-tenancy': unelected,
   'rdma-fabric-security-context': rdma,
   'lease-addressing': leaseAddressed,
+  'etcd-replicated-metadata': replicated,
+  'etcd-external': externalEtcd,
 };
 
 function workload(obj: KubeObject): Workload {
@@ -185,6 +199,51 @@ describe('member pod-spec hash', () => {
     const template = workload(renderMemberDaemonSet(step1, 0, ctx)).spec.template;
     assert.equal(podSpecHash(template), template.metadata.annotations![podSpecHashAnnotation]);
     assert.match(podSpecHash(template), /^[0-9a-f]{64}$/);
+  });
+});
+
+describe('replicated metadata (electionBackend Etcd)', () => {
+  it('runs a master on every replica, writing and following the OpLog through local TLS tunnels', () => {
+    const r = renderBackend(replicated, ctx);
+    const args = container(r.leaderDeployment).args as string[];
+    assert.ok(args.includes('--election=Etcd'));
+    assert.ok(!args.some((a) => a.startsWith('--lease')), 'no Lease flags');
+    const tunnels = args.filter((a) => a.startsWith('--etcd-tunnel='));
+    assert.deepEqual(
+      tunnels,
+      [0, 1, 2].map(
+        (i) =>
+          `--etcd-tunnel=${23790 + i}=https://mooncake-oplog-etcd-${i}.mooncake-oplog-etcd.${ctx.namespace}.svc:2379`,
+      ),
+    );
+    assert.ok(args.includes('-enable_oplog=true') && args.includes('-enable_ha=true'));
+    assert.ok(args.includes('-etcd_endpoints=127.0.0.1:23790;127.0.0.1:23791;127.0.0.1:23792'));
+    assert.equal(r.lease, undefined);
+    assert.deepEqual(r.rbac, [], 'the leaders need no account');
+    assert.equal(workload(r.leaderDeployment).spec.template.spec.automountServiceAccountToken, false);
+  });
+
+  it('runs a three-member etcd with a volume each, reachable on its client port from the leaders alone', () => {
+    const r = renderBackend(replicated, ctx);
+    const sts = r.etcd!.statefulSet as unknown as { spec: Record<string, unknown> };
+    assert.equal(sts.spec.replicas, 3);
+    assert.equal(sts.spec.podManagementPolicy, 'Parallel');
+    const policy = r.networkPolicies.find((p) => p.metadata.name === 'mooncake-oplog-etcd')!;
+    assert.deepEqual(policy.spec!.ingress![0], {
+      from: [{ podSelector: { matchLabels: backendSelectorOf('mooncake-oplog', 'leader') } }],
+      ports: [{ protocol: 'TCP', port: 2379 }],
+    });
+  });
+
+  it('runs no etcd for an external one, and mounts the Secret its user named', () => {
+    const r = renderBackend(externalEtcd, ctx);
+    assert.equal(r.etcd, undefined);
+    assert.ok(!r.networkPolicies.some((p) => p.metadata.name?.endsWith('-etcd')));
+    const volumes = workload(r.leaderDeployment).spec.template.spec.volumes as {
+      name: string;
+      secret?: { secretName: string };
+    }[];
+    assert.equal(volumes.find((v) => v.name === 'etcd-client')?.secret?.secretName, 'store-etcd-client');
   });
 });
 

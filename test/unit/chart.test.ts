@@ -153,7 +153,7 @@ describe('the kvpool chart', () => {
     assert.doesNotMatch(templatesOnly, /name: settings\.gpustack\.ai/, 'the Setting CRD is in crds/');
   });
 
-  it('grants no wildcard and reaches no Secret but its own certificate', () => {
+  it('grants no wildcard, reads no Secret but its own certificate, and may only create a store etcd’s', () => {
     const objs = render().filter((o) => !isHook(o));
     const roles = [...find(objs, 'ClusterRole'), ...find(objs, 'Role')] as (Obj & {
       rules: { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }[];
@@ -167,6 +167,7 @@ describe('the kvpool chart', () => {
       .flatMap((r) => r.rules.map((rule) => ({ kind: r.kind, rule })))
       .filter(({ rule }) => rule.resources.includes('secrets'));
     assert.deepEqual(secretRules, [
+      { kind: 'Role', rule: { apiGroups: [''], resources: ['secrets'], verbs: ['create'] } },
       {
         kind: 'Role',
         rule: {
@@ -402,7 +403,7 @@ describe('the kvpool chart', () => {
     );
     assert.deepEqual(
       rules.filter((r) => r.resources.includes('secrets')).map((r) => r.verbs),
-      [['get']],
+      [['create'], ['get']],
     );
     const named = render([
       ...certManager,

@@ -13,7 +13,7 @@ import { applyChild, claimLiveChild } from '../../operator-io/apply.ts';
 import { intentConfirmation } from '../../operator-io/current-intent.ts';
 import { type BackendInformers, byInstance } from '../../operator-io/informers.ts';
 import type { OperatorContext } from '../../operator-io/operator-context.ts';
-import { electionOn } from '../../vocabulary/backend-spec.ts';
+import { electionOf, electionOn, leaseElection } from '../../vocabulary/backend-spec.ts';
 import type { ChildConflict, ClaimOptions } from '../../vocabulary/child-ownership.ts';
 import {
   componentLabel,
@@ -21,6 +21,7 @@ import {
   leaderName,
   ownedByBackend,
 } from '../../vocabulary/store-objects.ts';
+import { EtcdSecrets } from './etcd-secrets.ts';
 import { podSpecHashAnnotation } from './pod-spec-hash.ts';
 import { type BackendRenderContext, renderBackend } from './render.ts';
 import { type HandoverPlan, type MemberRollPlan, planHandover, planMemberRoll } from './rollout-plan.ts';
@@ -37,9 +38,14 @@ export interface ChildrenOutcome {
 const hashOf = (o: { metadata?: ObjectMeta } | undefined) =>
   o?.metadata?.annotations?.[podSpecHashAnnotation];
 
-/** Whether a leader's Pod spec (a live Pod's, or its Deployment's template's) runs without an election. */
-function runsUnelected(spec: PodSpec | undefined): boolean {
-  return spec?.containers[0]?.args?.includes('--election=None') ?? false;
+/**
+ * Whether a leader's Pod spec (a live Pod's, or its Deployment's template's) runs another election than
+ * `wanted`: its masters and the wanted ones must never overlap (none, the Lease and etcd each let a master
+ * serve that the others do not see).
+ */
+function runsOtherElection(spec: PodSpec | undefined, wanted: string): boolean {
+  const arg = spec?.containers[0]?.args?.find((a) => a.startsWith('--election='));
+  return arg !== undefined && arg !== `--election=${wanted}`;
 }
 
 function storePods(informers: BackendInformers, backend: KVCacheBackend, component: (c: string) => boolean) {
@@ -48,11 +54,11 @@ function storePods(informers: BackendInformers, backend: KVCacheBackend, compone
     .filter((p) => component(p.metadata.labels?.[componentLabel] ?? ''));
 }
 
-/** Leader Pods still running a template without an election (left over from before the switch). */
-function unelectedPods(informers: BackendInformers, backend: KVCacheBackend): number {
+/** Leader Pods still running a template of another election (left over from before the switch). */
+function otherElectionPods(informers: BackendInformers, backend: KVCacheBackend): number {
   return storePods(informers, backend, (c) => c === leaderComponent)
     .filter((p) => !p.metadata.deletionTimestamp)
-    .filter((p) => runsUnelected(p.spec)).length;
+    .filter((p) => runsOtherElection(p.spec, electionOf(backend))).length;
 }
 
 function handoverInput(
@@ -92,15 +98,16 @@ export async function syncChildren(
   let rendered = renderBackend(backend, renderCtx);
   const current = intentConfirmation(ctx.client, backend);
   const wantedReplicas = rendered.leaderDeployment.spec?.replicas ?? 1;
-  // An elected template replacing one without an election goes through one replica, recreated: an
-  // unelected master and an elected one must never overlap.
+  // An elected template replacing one of another election goes through one replica, recreated: masters
+  // of two elections must never overlap.
   const fromUnelected =
     electionOn(backend) &&
     liveLeader &&
-    (runsUnelected(liveLeader.spec?.template.spec) || unelectedPods(informers, backend) > 0);
+    (runsOtherElection(liveLeader.spec?.template.spec, electionOf(backend)) ||
+      otherElectionPods(informers, backend) > 0);
   // Members roll first, under the old master, which keeps their keys; the leader hands over after.
   const memberRoll = memberRollPlan(backend, informers, rendered.memberDaemonSets, mountedHosts);
-  const handover = electionOn(backend)
+  const handover = leaseElection(backend)
     ? planHandover({
         ...handoverInput(backend, ctx, informers, hashOf(rendered.leaderDeployment.spec?.template) ?? ''),
         membersRolling: memberRoll.kind !== 'done',
@@ -111,12 +118,14 @@ export async function syncChildren(
     ...(fromUnelected ? { leaderReplicasOverride: 1 } : {}),
     ...(handover.stepDown.length ? { leaderStepDown: handover.stepDown } : {}),
   });
+  await applied.etcdSecrets.ensure(backend, ctx.client, ns);
   const desired: KubeObject[] = [
     ...rendered.rbac,
     ...(rendered.lease ? [rendered.lease] : []),
     rendered.leaderService,
     rendered.adminService,
     ...rendered.networkPolicies,
+    ...(rendered.etcd ? [rendered.etcd.service, rendered.etcd.statefulSet] : []),
     rendered.disruptionBudget,
     rendered.leaderDeployment,
     ...rendered.memberDaemonSets,
@@ -155,6 +164,7 @@ function storeMadeLease(informers: BackendInformers, backend: KVCacheBackend, li
  * object the backend does not control holds is not applied: the conflict is returned.
  */
 export class AppliedIntents {
+  readonly etcdSecrets = new EtcdSecrets();
   private readonly once = new Set<string>();
   private readonly hashes = new Map<string, string>();
 

@@ -8,7 +8,7 @@ import type { PolicyRule, Role, RoleBinding } from 'kubernetes-types/rbac/v1.js'
 import type { KVCacheBackend } from '../../api/types.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { electionOn, membersReadLease, tenancyOn } from '../../vocabulary/backend-spec.ts';
+import { electionOn, leaseElection, membersReadLease, tenancyOn } from '../../vocabulary/backend-spec.ts';
 import {
   backendName,
   backendSelector,
@@ -61,7 +61,7 @@ export function renderElectionRbac(
   backend: KVCacheBackend,
   ctx: BackendRenderContext,
 ): KubeObject<ServiceAccount | Role | RoleBinding>[] {
-  if (!electionOn(backend)) return [];
+  if (!leaseElection(backend)) return [];
   const lease = (verbs: string[]): PolicyRule => ({
     apiGroups: ['coordination.k8s.io'],
     resources: ['leases'],
@@ -96,7 +96,7 @@ export function renderLeaderLease(
   backend: KVCacheBackend,
   ctx: BackendRenderContext,
 ): KubeObject<Lease> | undefined {
-  if (!electionOn(backend)) return undefined;
+  if (!leaseElection(backend)) return undefined;
   const metadata = childMetadata(backend, ctx.namespace, leaderName(backend), leaderComponent);
   return {
     apiVersion: 'coordination.k8s.io/v1',

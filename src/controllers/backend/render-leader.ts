@@ -7,10 +7,14 @@ import { leaseTimingFlags } from '../../kube/lease-timing.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import {
   anyDiskTier,
+  electionOf,
   electionOn,
+  leaseElection,
   leaseTimings,
   type ManagedConnection,
   managedConnection,
+  metadataReplicated,
+  resolveEtcd,
   resolveImages,
   tenancyOn,
   tierWritesThrough,
@@ -21,6 +25,8 @@ import {
   backendName,
   backendSelector,
   childMetadata,
+  etcdClientTlsDir,
+  etcdSecretName,
   leaderAdminPort,
   leaderComponent,
   leaderMetricsPort,
@@ -29,9 +35,11 @@ import {
   leaderRpcPort,
   policyKey,
   seedConfigMapName,
+  storeClusterId,
 } from '../../vocabulary/store-objects.ts';
 import { podSpecHash, podSpecHashAnnotation } from './pod-spec-hash.ts';
 import type { BackendRenderContext } from './render-context.ts';
+import { etcdLeaderFlags } from './render-etcd.ts';
 import { leaderResources, scratchMount, scratchVolume, storeSecurityContext } from './render-hardening.ts';
 
 const policyDir = '/var/lib/mooncake';
@@ -49,7 +57,7 @@ export function leaderReplicas(backend: KVCacheBackend, ctx: BackendRenderContex
 }
 
 /** The flags handed through to mooncake_master, in the spec's order. */
-function masterFlags(backend: KVCacheBackend, leader: Leader): string[] {
+function masterFlags(backend: KVCacheBackend, leader: Leader, namespace: string): string[] {
   return [
     `-rpc_port=${leaderRpcPort}`,
     `-metrics_port=${leaderAdminPort}`,
@@ -65,6 +73,10 @@ function masterFlags(backend: KVCacheBackend, leader: Leader): string[] {
     ...(anyDiskTier(backend)
       ? ['-enable_offload=true', `-offload_on_evict=${tierWritesThrough(backend) ? 'false' : 'true'}`]
       : []),
+    // Every replica runs a master: the serving one writes the OpLog to etcd, the standbys follow it.
+    ...(metadataReplicated(backend)
+      ? [...etcdLeaderFlags(backend, namespace).master, `-cluster_id=${storeClusterId(backend, namespace)}`]
+      : []),
     ...(leader.extraArgs ?? []),
   ];
 }
@@ -72,20 +84,27 @@ function masterFlags(backend: KVCacheBackend, leader: Leader): string[] {
 /** kvpool-store's own flags (election, probe, policy seeding), then `--` and the master's. */
 function leaderArgs(backend: KVCacheBackend, ctx: BackendRenderContext): string[] {
   const leader = managedConnection(backend).leader;
+  const lease = leaseElection(backend);
+  // Without an election the Lease flags do nothing, but were always rendered: dropping them would
+  // restart every such leader (and empty its cache) on an operator upgrade.
+  const leaseFlags = !metadataReplicated(backend);
   return [
     'leader',
-    `--election=${electionOn(backend) ? 'Kubernetes' : 'None'}`,
-    `--lease=${ctx.namespace}/${leaderName(backend)}`,
+    `--election=${electionOf(backend)}`,
+    ...(leaseFlags ? [`--lease=${ctx.namespace}/${leaderName(backend)}`] : []),
     `--probe-port=${leaderProbePort}`,
     `--metrics-port=${leaderMetricsPort}`,
-    ...leaseTimingFlags(leaseTimings(backend)),
+    ...(leaseFlags ? leaseTimingFlags(leaseTimings(backend)) : []),
+    ...(metadataReplicated(backend)
+      ? [`--etcd-tls-dir=${etcdClientTlsDir}`, ...etcdLeaderFlags(backend, ctx.namespace).tunnels]
+      : []),
     ...(tenancyOn(backend) ? [`--policy-seed=${policySeedFile}`, `--policy-file=${policyFile}`] : []),
     // The mounted seed lags the API by up to the kubelet's sync period: a replica that wins reads the API.
-    ...(tenancyOn(backend) && electionOn(backend)
+    ...(tenancyOn(backend) && lease
       ? [`--policy-seed-configmap=${ctx.namespace}/${seedConfigMapName(backendName(backend))}`]
       : []),
     '--',
-    ...masterFlags(backend, leader),
+    ...masterFlags(backend, leader, ctx.namespace),
   ];
 }
 
@@ -131,6 +150,9 @@ function leaderContainer(backend: KVCacheBackend, ctx: BackendRenderContext): Co
     securityContext: storeSecurityContext([]),
     volumeMounts: [
       scratchMount,
+      ...(metadataReplicated(backend)
+        ? [{ name: 'etcd-client', mountPath: etcdClientTlsDir, readOnly: true }]
+        : []),
       ...(tenancy
         ? [
             // Writable: the store renames temporary files over the policy.
@@ -155,12 +177,34 @@ function policyVolumes(backend: KVCacheBackend): Volume[] {
   ];
 }
 
+/** The masters' etcd client certificate: the operator's, or the one an external etcd's Secret holds. */
+function etcdClientVolume(backend: KVCacheBackend): Volume {
+  const external = resolveEtcd(backend).external;
+  if (external)
+    return { name: 'etcd-client', secret: { secretName: external.clientSecretName, defaultMode: 0o440 } };
+  return {
+    name: 'etcd-client',
+    secret: {
+      secretName: etcdSecretName(backend),
+      defaultMode: 0o440,
+      // The client certificate only; etcd's serving key stays out of the leader Pods.
+      items: [
+        { key: 'ca.crt', path: 'ca.crt' },
+        { key: 'client.crt', path: 'tls.crt' },
+        { key: 'client.key', path: 'tls.key' },
+      ],
+    },
+  };
+}
+
 function leaderPodSpec(backend: KVCacheBackend, ctx: BackendRenderContext): PodSpec {
   const election = electionOn(backend);
+  // Only the Lease election talks to the API server; etcd's masters need no account.
+  const account = leaseElection(backend);
   const pullSecrets = backend.spec.imagePullSecrets;
   return {
-    automountServiceAccountToken: election,
-    ...(election ? { serviceAccountName: leaderName(backend) } : {}),
+    automountServiceAccountToken: account,
+    ...(account ? { serviceAccountName: leaderName(backend) } : {}),
     ...(pullSecrets?.length ? { imagePullSecrets: pullSecrets.map((s) => ({ name: s.name })) } : {}),
     // Independent of the replica count, so scaling is no template change. One replica per node where
     // nodes allow: a node lost takes one replica, not the standbys too.
@@ -179,7 +223,11 @@ function leaderPodSpec(backend: KVCacheBackend, ctx: BackendRenderContext): PodS
         }
       : {}),
     containers: [leaderContainer(backend, ctx)],
-    volumes: [scratchVolume, ...(tenancyOn(backend) ? policyVolumes(backend) : [])],
+    volumes: [
+      scratchVolume,
+      ...(metadataReplicated(backend) ? [etcdClientVolume(backend)] : []),
+      ...(tenancyOn(backend) ? policyVolumes(backend) : []),
+    ],
   };
 }
 
@@ -188,7 +236,7 @@ function leaderPodSpec(backend: KVCacheBackend, ctx: BackendRenderContext): PodS
  * standbys go first), and the operator asks the old leader to step down once they run (it is the
  * Deployment's only available replica, so the Deployment never removes it itself). Without an
  * election, or while a template without one is replaced, two masters must never overlap: Recreate.
- * See docs/decisions (leader rollouts).
+ * See docs/decisions/0022-rollouts-that-keep-the-cache.md.
  */
 function leaderStrategy(backend: KVCacheBackend, ctx: BackendRenderContext, replicas: number) {
   if (!electionOn(backend) || ctx.leaderReplicasOverride !== undefined)

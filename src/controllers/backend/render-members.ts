@@ -7,7 +7,6 @@ import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import {
   effectiveProtocol,
-  electionOn,
   groupDisk,
   managedConnection,
   membersReadLease,
@@ -60,7 +59,7 @@ function memberPort(index: number): number {
 
 /** The address members reach the leader by: the Lease itself, or the Service. */
 export function memberMasterAddress(backend: KVCacheBackend, namespace: string): string {
-  const viaLease = managedConnection(backend).leader.memberAddressing === 'Lease' && electionOn(backend);
+  const viaLease = membersReadLease(backend);
   const leader = leaderName(backend);
   return viaLease ? `k8s://${namespace}/${leader}` : `${leader}.${namespace}.svc:${leaderRpcPort}`;
 }

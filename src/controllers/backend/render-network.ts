@@ -1,6 +1,6 @@
 // Who may reach a managed store's Pods (pure): the RPC and transfer ports the engines of the namespaces
 // holding a Binding to the store and the store's own Pods, the admin port the operator alone, and a
-// tier cleanup Pod nothing. See docs/decisions (store network policies).
+// tier cleanup Pod nothing. See docs/decisions/0035-store-network-policies.md.
 import type {
   NetworkPolicy,
   NetworkPolicyPeer,
@@ -9,12 +9,22 @@ import type {
 } from 'kubernetes-types/networking/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { groupDisk, managedConnection } from '../../vocabulary/backend-spec.ts';
+import {
+  groupDisk,
+  managedConnection,
+  metadataReplicated,
+  resolveEtcd,
+} from '../../vocabulary/backend-spec.ts';
 import {
   backendName,
   backendSelector,
   childMetadata,
   componentLabel,
+  etcdClientPort,
+  etcdComponent,
+  etcdMetricsPort,
+  etcdName,
+  etcdPeerPort,
   instanceLabel,
   leaderAdminPort,
   leaderComponent,
@@ -132,5 +142,25 @@ export function storeNetworkPolicies(
       podSelector: { matchLabels: backendSelector(name, tierCleanupComponent) },
       policyTypes: ['Ingress', 'Egress'],
     }),
+    ...(metadataReplicated(backend) && resolveEtcd(backend).managed ? [etcdPolicy(backend, operator)] : []),
   ];
+}
+
+/**
+ * The store's etcd holds its whole index: its client port admits this store's leader Pods alone (which
+ * also need its client certificate), its peer port the other members, its plain health and metrics
+ * port the operator.
+ */
+function etcdPolicy(backend: KVCacheBackend, operator: OperatorSelector): KubeObject<NetworkPolicy> {
+  const name = backendName(backend);
+  const own = (component: string) => ({ podSelector: { matchLabels: backendSelector(name, component) } });
+  return policy(backend, operator.namespace, etcdName(backend), etcdComponent, {
+    podSelector: { matchLabels: backendSelector(name, etcdComponent) },
+    policyTypes: ['Ingress'],
+    ingress: [
+      { from: [own(leaderComponent)], ports: [tcp(etcdClientPort)] },
+      { from: [own(etcdComponent)], ports: [tcp(etcdPeerPort)] },
+      { from: [operatorPeer(operator)], ports: [tcp(etcdMetricsPort)] },
+    ],
+  });
 }

@@ -1,5 +1,5 @@
 // Everything a managed KVCacheBackend runs, rendered as server-side-apply intent (pure: same input, same bytes).
-import type { DaemonSet, Deployment } from 'kubernetes-types/apps/v1.js';
+import type { DaemonSet, Deployment, StatefulSet } from 'kubernetes-types/apps/v1.js';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Service, ServiceAccount } from 'kubernetes-types/core/v1.js';
 import type { NetworkPolicy } from 'kubernetes-types/networking/v1.js';
@@ -11,6 +11,7 @@ import { managedConnection } from '../../vocabulary/backend-spec.ts';
 import { operatorPodLabels } from '../../vocabulary/store-objects.ts';
 import { renderElectionRbac, renderLeaderDisruptionBudget, renderLeaderLease } from './render-access.ts';
 import type { BackendRenderContext } from './render-context.ts';
+import { renderEtcdService, renderEtcdStatefulSet } from './render-etcd.ts';
 import { renderAdminService, renderLeaderDeployment, renderLeaderService } from './render-leader.ts';
 import { renderMemberDaemonSet } from './render-members.ts';
 import { storeNetworkPolicies } from './render-network.ts';
@@ -30,9 +31,11 @@ export interface RenderedBackend {
   disruptionBudget: KubeObject<PodDisruptionBudget>;
   /** One per `members[i]`, in group order. */
   memberDaemonSets: KubeObject<DaemonSet>[];
+  /** The etcd the operator runs for replicated metadata (electionBackend Etcd), with its headless Service. */
+  etcd: { statefulSet: KubeObject<StatefulSet>; service: KubeObject<Service> } | undefined;
 }
 
-/** The leader Deployment and Services, the election's RBAC and Lease, the policies and one DaemonSet per member group. */
+/** The leader Deployment and Services, the election's RBAC and Lease (or its etcd), the policies and one DaemonSet per member group. */
 export function renderBackend(backend: KVCacheBackend, ctx: BackendRenderContext): RenderedBackend {
   return {
     leaderDeployment: renderLeaderDeployment(backend, ctx),
@@ -48,5 +51,11 @@ export function renderBackend(backend: KVCacheBackend, ctx: BackendRenderContext
     memberDaemonSets: managedConnection(backend).members.map((_, i) =>
       renderMemberDaemonSet(backend, i, ctx),
     ),
+    etcd: renderEtcd(backend, ctx),
   };
+}
+
+function renderEtcd(backend: KVCacheBackend, ctx: BackendRenderContext): RenderedBackend['etcd'] {
+  const statefulSet = renderEtcdStatefulSet(backend, ctx);
+  return statefulSet ? { statefulSet, service: renderEtcdService(backend, ctx) } : undefined;
 }

@@ -44,6 +44,8 @@ export interface BackendView {
   /** Why leadership stays or moves while a leader rollout or a drain is under way. */
   handover?: string;
   election: boolean;
+  /** How the serving master is elected: the Lease (its holder below) or etcd (the masters' own view). */
+  electionBackend?: 'Kubernetes' | 'Etcd' | 'None';
   lease?: { holder?: string };
   /** Rows of the previous status, kept when a listing fails. */
   previousMembers?: MemberRow[];

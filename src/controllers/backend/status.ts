@@ -1,6 +1,6 @@
 // The backend's conditions, phase, capacity and member rows, decided from what the store and the
-// cluster report (KV-cache spec §2.1, §4.7, §5.4). Pure: the reconciler gathers a BackendView and
-// writes what this returns.
+// cluster report (docs/api-reference.md, KVCacheBackend status). Pure: the reconciler gathers a
+// BackendView and writes what this returns.
 import { RolloutCompleteReason as Rollout } from '../../api/kvcache-backend.ts';
 import { backendConditions } from '../../api/kvcache-backend-conditions.ts';
 import { formatQuantity } from '../../kube/readable-quantity.ts';
@@ -150,8 +150,32 @@ function rolloutVerdict(v: BackendView): DecidedCondition | undefined {
   );
 }
 
+/** With etcd the masters elect themselves: the serving one's /health names it and the view's number. */
+function etcdElectionVerdict(v: BackendView): DecidedCondition {
+  const health = v.store?.health.ok ? v.store.health.value : undefined;
+  if (health?.leaderAddress) {
+    const view = health.viewVersion !== undefined ? ` (view ${health.viewVersion})` : '';
+    return cond(
+      'ElectionObserved',
+      'True',
+      'Electing',
+      `etcd names ${health.leaderAddress} as the serving master${view}`,
+    );
+  }
+  if (v.leaderPods.some((p) => p.ready)) {
+    return cond(
+      'ElectionObserved',
+      'False',
+      'NoHolder',
+      "a leader replica is ready but its master names no leader: check the master's etcd connection (kubectl logs)",
+    );
+  }
+  return cond('ElectionObserved', 'Unknown', 'LeaderStarting', 'no master has won the etcd election yet');
+}
+
 function electionVerdict(v: BackendView): DecidedCondition | undefined {
   if (!v.managed || !v.election) return undefined;
+  if (v.electionBackend === 'Etcd') return etcdElectionVerdict(v);
   if (v.lease?.holder)
     return cond('ElectionObserved', 'True', 'Electing', `the Lease names ${v.lease.holder} as holder`);
   if (v.leaderPods.some((p) => p.ready)) {

@@ -1,5 +1,5 @@
-// Deleting a backend (KV-cache spec §8): held while a pool uses it; then the leader Deployment, its
-// Service and every member DaemonSet this backend owns are deleted, and the finalizer is removed only
+// Deleting a backend (`Deletable`): held while a pool uses it; then the leader Deployment, its
+// Service, its etcd and every member DaemonSet this backend owns are deleted, and the finalizer is removed only
 // once their Pods are gone (or, past termination grace + 2 minutes, abandoned with a Warning event).
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend, KVCachePool } from '../../api/types.ts';
@@ -8,8 +8,9 @@ import type { KubeObject } from '../../kube/object.ts';
 import { removeFinalizer } from '../../operator-io/apply.ts';
 import { type BackendInformers, byInstance } from '../../operator-io/informers.ts';
 import type { OperatorContext } from '../../operator-io/operator-context.ts';
+import { metadataReplicated, resolveEtcd } from '../../vocabulary/backend-spec.ts';
 import { workerApiVersion } from '../../vocabulary/identity.ts';
-import { instanceLabel, ownedByBackend } from '../../vocabulary/store-objects.ts';
+import { etcdName, instanceLabel, ownedByBackend } from '../../vocabulary/store-objects.ts';
 import type { TierCleanup } from './tier-cleanup.ts';
 
 export const teardownPollMs = 2000;
@@ -57,6 +58,11 @@ export async function teardownBackend(
       name: obj.metadata.name!,
     };
     await ctx.client.delete(ref, { propagationPolicy: 'Background' });
+  }
+  // The store's etcd goes with it (its volumes with the StatefulSet): it holds nothing but this store's index.
+  if (metadataReplicated(backend) && resolveEtcd(backend).managed) {
+    const etcd = { apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: ns, name: etcdName(backend) };
+    await ctx.client.delete(etcd, { propagationPolicy: 'Background' });
   }
   // The tier's cleanup Pods run after the members are gone; they are not workloads to wait for.
   const pods = informers.pods

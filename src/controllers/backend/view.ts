@@ -15,7 +15,7 @@ import {
 } from '../../operator-io/informers.ts';
 import type { OperatorContext } from '../../operator-io/operator-context.ts';
 import type { StoreObservation } from '../../store/observe.ts';
-import { anyDiskTier, electionOn, managedConnection } from '../../vocabulary/backend-spec.ts';
+import { anyDiskTier, electionOf, electionOn, managedConnection } from '../../vocabulary/backend-spec.ts';
 import type { ChildConflict } from '../../vocabulary/child-ownership.ts';
 import {
   componentLabel,
@@ -140,6 +140,7 @@ export function buildBackendView(
     memberRoll: extra.memberRoll,
     handover: extra.handover,
     election: managed && electionOn(backend),
+    ...(managed ? { electionBackend: electionOf(backend) } : {}),
     lease: lease ? { holder: lease.spec?.holderIdentity || undefined } : undefined,
     previousMembers: backend.status?.members,
     tierWasEmpty: managed ? tierVerdict(backend, informers, pods) : undefined,
