@@ -110,10 +110,43 @@ async function runEtcdElected(run: Run): Promise<number> {
     throw new Error('--election=Etcd needs --etcd-tunnel=<local port>=<https endpoint> and --etcd-tls-dir');
   const tunnels = await openTunnels(etcdTunnels, readClientTls(etcdTlsDir), run.logger);
   try {
-    return await runUnelected(run);
+    if (!(await seedPolicy(run))) return 1;
+    for (;;) {
+      const master = startMaster(run);
+      const ending = await Promise.race([
+        master.exited.then(() => 'master-exited' as const),
+        run.shutdown.then(() => 'signal' as const),
+        demoted(run),
+      ]);
+      if (ending === 'master-exited') return masterExited(run, master);
+      if (ending === 'signal') {
+        await stopMaster(run, master, masterStopGraceMs);
+        return 0;
+      }
+      // A master etcd no longer names must not answer a client again: it goes, and a new one follows
+      // the OpLog as a standby.
+      master.signal('SIGKILL');
+      await master.exited;
+      forgetMaster(run);
+      run.logger.error('the master lost its etcd leadership; killed it, starting a new standby');
+    }
   } finally {
     await tunnels.close();
   }
+}
+
+/** Resolves once the running master, having served, reports it no longer leads (etcd demoted it). */
+function demoted(run: Run): Promise<'demoted'> {
+  const { health, master } = run.status;
+  return new Promise((resolve) => {
+    const timer = setInterval(() => {
+      if (!health || run.status.master !== master) return clearInterval(timer);
+      if (health.hasServed && health.last && health.last.role !== 'leader') {
+        clearInterval(timer);
+        resolve('demoted');
+      }
+    }, 100);
+  });
 }
 
 async function runElected(run: Run): Promise<number> {

@@ -26,8 +26,8 @@ export class EtcdMembers {
   readonly clientTlsDir = join(this.dir, 'client-tls');
   private readonly serverTlsDir = join(this.dir, 'server-tls');
 
-  /** `ips`: one loopback address per member. */
-  static async start(ips: string[]): Promise<EtcdMembers> {
+  /** `ips`: one loopback address per member; `alsoNamed`: more addresses its certificate covers (relays). */
+  static async start(ips: string[], alsoNamed: string[] = []): Promise<EtcdMembers> {
     const etcd = new EtcdMembers();
     for (const [i, ip] of ips.entries()) {
       const [clientPort, peerPort, metricsPort] = [
@@ -37,7 +37,7 @@ export class EtcdMembers {
       ];
       etcd.members.push({ name: `etcd-${i}`, ip, clientPort, peerPort, metricsPort });
     }
-    const tls = await makeEtcdTls('kvpool test etcd', [...ips, 'localhost']);
+    const tls = await makeEtcdTls('kvpool test etcd', [...ips, ...alsoNamed, 'localhost']);
     for (const [dir, files] of [
       [etcd.serverTlsDir, tls.server],
       [etcd.clientTlsDir, tls.client],

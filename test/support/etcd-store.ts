@@ -16,6 +16,7 @@ import {
   startStoreLeader,
   startStoreMember,
 } from './store-program.ts';
+import { TcpRelay } from './tcp-relay.ts';
 import { waitFor } from './wait.ts';
 
 export interface EtcdStoreOptions {
@@ -37,6 +38,8 @@ export class EtcdStore {
   readonly leaders: StoreLeader[] = [];
   readonly members: StoreMember[] = [];
   private readonly processes: ManagedProcess[] = [];
+  private readonly relays: TcpRelay[] = [];
+  private lastRelay = 50;
   private lastLeader = 10;
   private lastMember = 20;
 
@@ -48,7 +51,12 @@ export class EtcdStore {
 
   static async start(options: EtcdStoreOptions): Promise<EtcdStore> {
     const store = new EtcdStore(options);
-    store.etcd = await EtcdMembers.start([1, 2, 3].map((i) => `${options.net}.${i}`));
+    // Addresses .51 to .59 are for relays in front of etcd, which its certificate must name too.
+    const relayIps = Array.from({ length: 9 }, (_, i) => `${options.net}.${51 + i}`);
+    store.etcd = await EtcdMembers.start(
+      [1, 2, 3].map((i) => `${options.net}.${i}`),
+      relayIps,
+    );
     for (let i = 0; i < options.leaders; i++) await store.addLeader();
     store.proxy = await ReadyProxy.start(
       `${options.net}.30`,
@@ -67,7 +75,9 @@ export class EtcdStore {
       async () => {
         const serving = await this.serving();
         if (!serving) return undefined;
-        const res = await fetch(`${serving.adminUrl}/get_all_segments`, { signal: AbortSignal.timeout(1000) });
+        const res = await fetch(`${serving.adminUrl}/get_all_segments`, {
+          signal: AbortSignal.timeout(1000),
+        });
         return (await res.text()).split('\n').filter(Boolean).length;
       },
       { what: `${count} segments on the serving master`, until: (n) => n >= count, timeoutMs },
@@ -84,12 +94,29 @@ export class EtcdStore {
       .map((l) => ({ readyUrl: `${l.probeUrl}/readyz`, host: l.pod.ip, port: l.rpcPort }));
   }
 
-  /** Starts one more leader replica (a new Pod: a new address, its own master). */
-  async addLeader(): Promise<StoreLeader> {
+  /** A relay in front of each etcd member, for a leader a test may cut off from etcd. */
+  private async relaysToEtcd(): Promise<{ endpoints: string[]; relays: TcpRelay[] }> {
+    const relays: TcpRelay[] = [];
+    for (const m of this.etcd.members) {
+      this.lastRelay += 1;
+      const ip = `${this.options.net}.${this.lastRelay}`;
+      relays.push(await TcpRelay.start(ip, await freePort(ip), { host: m.ip, port: m.clientPort }));
+    }
+    this.relays.push(...relays);
+    return { endpoints: relays.map((r) => `https://${r.host}:${r.port}`), relays };
+  }
+
+  /**
+   * Starts one more leader replica (a new Pod: a new address, its own master). `cuttable`: it reaches
+   * etcd through relays the test can cut (returned), as a partition would.
+   */
+  async addLeader(cuttable = false): Promise<StoreLeader & { etcdRelays?: TcpRelay[] }> {
     this.lastLeader += 1;
     const pod = this.pod('leader', this.lastLeader);
-    const ports = await Promise.all(this.etcd.endpoints.map(() => freePort(pod.ip)));
-    const tunnels = this.etcd.endpoints.map((e, i) => `--etcd-tunnel=${pod.ip}:${ports[i]}=${e}`);
+    const via = cuttable ? await this.relaysToEtcd() : undefined;
+    const endpoints = via?.endpoints ?? this.etcd.endpoints;
+    const ports = await Promise.all(endpoints.map(() => freePort(pod.ip)));
+    const tunnels = endpoints.map((e, i) => `--etcd-tunnel=${pod.ip}:${ports[i]}=${e}`);
     const local = ports.map((p) => `${pod.ip}:${p}`).join(';');
     const leader = await startStoreLeader({
       pod,
@@ -106,14 +133,22 @@ export class EtcdStore {
     });
     this.leaders.push(leader);
     this.processes.push(leader.process);
+    // Running once its master answers: serving, following the OpLog, or starting to lead.
+    await waitFor(() => probe(leader, '/readyz').catch(() => undefined), {
+      what: `leader ${pod.ip} running its master`,
+      until: (v) =>
+        /^(master serving|standby:|master starting: service_ready=false, role=leader)/.test(v.reason),
+      timeoutMs: 30_000,
+    });
     this.proxy?.setTargets(this.targets());
-    return leader;
+    return via ? { ...leader, etcdRelays: via.relays } : leader;
   }
 
-  async addMember(): Promise<StoreMember> {
-    this.lastMember += 1;
+  /** Starts a member: a new Pod, or a new process in the Pod of one that ended (`on`: same address). */
+  async addMember(on?: StorePod): Promise<StoreMember> {
+    if (!on) this.lastMember += 1;
     const member = await startStoreMember({
-      pod: this.pod('member', this.lastMember),
+      pod: on ?? this.pod('member', this.lastMember),
       master: this.proxy.address,
       segmentBytes: this.options.segmentBytes,
       logDir: this.logDir,
@@ -136,6 +171,11 @@ export class EtcdStore {
     return waitFor(() => this.serving(), { what: 'a serving master', timeoutMs, intervalMs: 100 });
   }
 
+  async killMember(member: StoreMember): Promise<void> {
+    member.process.signal('SIGKILL');
+    await member.process.exited;
+  }
+
   /** SIGKILLs a replica's program and its master at once (a node lost, a container killed). */
   async killLeader(leader: StoreLeader): Promise<void> {
     leader.process.signal('SIGKILL');
@@ -145,6 +185,7 @@ export class EtcdStore {
 
   async stop(): Promise<void> {
     await this.proxy?.stop();
+    for (const r of this.relays) await r.stop();
     for (const p of this.processes) {
       p.signal('SIGKILL');
       await p.exited;

@@ -16,7 +16,7 @@ export interface Hit {
 }
 
 export interface ClientEvent {
-  event: 'setup' | 'written' | 'error' | 'answered' | 'hit' | 'done';
+  event: 'setup' | 'put' | 'written' | 'error' | 'answered' | 'hit' | 'done';
   at: number;
   rc?: number;
   ok?: number | boolean;
@@ -32,7 +32,7 @@ export interface WarmClientOptions {
   /** This machine's address on the cluster's network. */
   host: string;
   size: number;
-  put?: { prefix: string; count: number };
+  put?: { prefix: string; count: number; intervalMs?: number; eachPut?: boolean };
   /** Keep trying to set up until then (ms since the epoch): the master may not serve yet. */
   setupUntil: number;
 }
@@ -58,6 +58,8 @@ export class WarmClient {
       String(options.setupUntil),
     ];
     if (options.put) args.push('--put', options.put.prefix, String(options.put.count));
+    if (options.put?.intervalMs) args.push('--put-interval-ms', String(options.put.intervalMs));
+    if (options.put?.eachPut) args.push('--each-put');
     this.child = spawn(mooncakeBinary('python'), args, { stdio: ['pipe', 'pipe', 'pipe'] });
     this.child.stdin.on('error', () => {});
     createInterface({ input: this.child.stdout }).on('line', (line) => {
@@ -77,6 +79,11 @@ export class WarmClient {
 
   find(event: ClientEvent['event']): ClientEvent | undefined {
     return this.events.find((e) => e.event === event);
+  }
+
+  /** Keys whose put the master acknowledged (with eachPut). */
+  acknowledged(): string[] {
+    return this.events.filter((e) => e.event === 'put' && e.rc === 0).map((e) => e.key!);
   }
 
   hits(): Hit[] {

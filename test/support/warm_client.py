@@ -2,9 +2,11 @@
 with the Mooncake venv's python3:
 
   warm_client.py --master IP:PORT --host ADDR --size BYTES [--put PREFIX COUNT]
+                 [--put-interval-ms MS] [--each-put]
 
 Prints one JSON line per event, each with "at" (milliseconds since the epoch):
   {"event": "setup", "rc": n, "attempts": n}      once the client is set up (retried until --setup-until)
+  {"event": "put", "key": k, "rc": n}   after each put (with --each-put)
   {"event": "written", "ok": n, "failed": [..], "present": n}   after the puts (with --put)
 then reads one JSON line on stdin, {"keys": [...], "untilMs": ms}, and polls those keys (one
 batch_is_exist per round, a get of each key found) until every one has read back or untilMs:
@@ -90,6 +92,8 @@ def main() -> int:
     parser.add_argument("--size", type=int, required=True)
     parser.add_argument("--put", nargs=2, metavar=("PREFIX", "COUNT"))
     parser.add_argument("--setup-until", type=int, default=0, help="keep trying until this epoch ms")
+    parser.add_argument("--put-interval-ms", type=int, default=0, help="pause between puts")
+    parser.add_argument("--each-put", action="store_true", help="emit a put event for every put")
     args = parser.parse_args()
     store = setup(args)
     if store is None:
@@ -97,7 +101,15 @@ def main() -> int:
     if args.put:
         prefix, count = args.put[0], int(args.put[1])
         keys = [f"{prefix}-{i:04d}" for i in range(count)]
-        failed = [k for k in keys if store.put(k, value(k, args.size)) != 0]
+        failed = []
+        for k in keys:
+            rc = store.put(k, value(k, args.size))
+            if rc != 0:
+                failed.append(k)
+            if args.each_put:
+                emit("put", key=k, rc=rc)
+            if args.put_interval_ms:
+                time.sleep(args.put_interval_ms / 1000)
         present = sum(1 for r in store.batch_is_exist(keys) if r == 1)
         emit("written", ok=count - len(failed), failed=failed, present=present)
     line = sys.stdin.readline()
