@@ -153,7 +153,10 @@ export const layers: Layer[] = [
     // The etcd a store with replicated metadata keeps its OpLog in (decision 50): the release set-up builds.
     name: 'etcd',
     parents: [],
-    recipe: { kind: 'files', files: [{ from: '@etcd', to: '/usr/local/bin/etcd', mode: 0o755, strip: true }] },
+    recipe: {
+      kind: 'files',
+      files: [{ from: '@etcd', to: '/usr/local/bin/etcd', mode: 0o755, strip: true }],
+    },
   },
   {
     name: 'kvpool',
