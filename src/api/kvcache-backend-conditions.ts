@@ -45,6 +45,10 @@ export const backendConditions = {
   TierWasEmpty: ['PreexistingContent', 'Empty', 'ForeignContentRefused', 'ForeignContentRemoved'],
   /** Whether the members' disk tiers take the store's writes (decision 39): what their master does not report. */
   TierWritable: ['Writable', 'WriteFailed', 'NoRoom', 'NotObserved'],
+  /** With replicated metadata (decision 50): whether a standby follows the OpLog, so a failover keeps the index. */
+  MetadataReplicated: ['Following', 'Lagging', 'NoStandby', 'NotObserved'],
+  /** The etcd the operator runs for replicated metadata: whether a quorum of its members answers. */
+  EtcdAvailable: ['Healthy', 'MemberDown', 'QuorumLost', 'NotObserved'],
 } as const;
 
 export const BackendCondition = conditionTypes(backendConditions);

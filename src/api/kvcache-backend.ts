@@ -131,6 +131,24 @@ const LastFailover = Type.Object(
           "Bytes of those objects (the new master's master_allocated_file_size_bytes). Absent like reRegisteredObjects.",
       }),
     ),
+    dramKeysBefore: objectCount(
+      'Objects with a memory replica the previous master last reported (its mem_cache_nums_). Absent when the operator did not read the previous master.',
+    ),
+    dramBytesBefore: Type.Optional(
+      Quantity({
+        description:
+          "Bytes of memory those objects held (the previous master's master_allocated_bytes). Absent like dramKeysBefore.",
+      }),
+    ),
+    dramKeysAfter: objectCount(
+      'Objects with a memory replica the new master reports, followed for 15 s after it took over: about dramKeysBefore when the store replicates its metadata (electionBackend Etcd), 0 when the new master started empty. Absent until read.',
+    ),
+    dramBytesAfter: Type.Optional(
+      Quantity({
+        description:
+          "Bytes of memory those objects hold (the new master's master_allocated_bytes). Absent like dramKeysAfter.",
+      }),
+    ),
     warmAt: Type.Optional(
       instant(
         'When re-registration was complete (RFC 3339, milliseconds): the first reading whose figures reached tierObjectsBefore and tierBytesBefore, or, when they do not (or were not read), the last reading at which they grew, once they have held for 45 s (moved again if a late member re-registers more). Absent while the members are re-registering, and for a backend without a disk tier.',
@@ -139,7 +157,7 @@ const LastFailover = Type.Object(
   },
   {
     description:
-      "The last time a new master took over (a failover, a handover, a restarted master), as the operator saw it, and what the members re-registered from their disk tiers. Every key held only in memory is lost on such a change. Absent until the operator sees a master change; the figures are the master's own (absent is not zero).",
+      "The last time a new master took over (a failover, a handover, a restarted master), as the operator saw it: the objects in memory before and after, and what the members re-registered from their disk tiers. Without replicated metadata every key held only in memory is lost on such a change; with it (electionBackend Etcd) the new master serves the index it followed. Absent until the operator sees a master change; the figures are the master's own (absent is not zero).",
   },
 );
 
@@ -149,7 +167,7 @@ export const KVCacheBackendStatus = Type.Object(
       phase:
         'Provisioning (the leader is not serving yet, or capacity has not been read), Ready (the leader serves, members are mounted, capacity is not zero), Degraded (the leader serves but members are missing, stuck or report no capacity, or no image resolves, or an object kvpool does not control holds the name of one of its objects: RolloutComplete=False ChildConflict names it), Error (the leader is unreachable, unschedulable or crash-looping) or Deleting.',
       conditions:
-        'LeaderAvailable, CapacityObserved, MembersMounted, PoolWrites and Deletable; RolloutComplete for managed backends, ElectionObserved while an election runs, TierWasEmpty and TierWritable with a disk tier. Only the first three decide the phase.',
+        'LeaderAvailable, CapacityObserved, MembersMounted, PoolWrites and Deletable; RolloutComplete for managed backends, ElectionObserved while an election runs, TierWasEmpty and TierWritable with a disk tier, MetadataReplicated and EtcdAvailable with electionBackend Etcd. Only the first three decide the phase.',
     }),
     endpoints: Type.Optional(
       MapList(
@@ -193,6 +211,48 @@ export const KVCacheBackendStatus = Type.Object(
       }),
     ),
     lastFailover: Type.Optional(LastFailover),
+    replication: Type.Optional(
+      Type.Object(
+        {
+          standbys: Type.Integer({
+            format: 'int32',
+            minimum: 0,
+            description: 'Leader replicas running a standby master, as read.',
+          }),
+          following: Type.Integer({
+            format: 'int32',
+            minimum: 0,
+            description: 'Of those, the standbys that report their place in the OpLog (MetadataReplicated).',
+          }),
+          lagEntries: Type.Optional(
+            Type.Integer({
+              format: 'int64',
+              minimum: 0,
+              description:
+                'OpLog entries the nearest standby is behind the primary (its ha_oplog_standby_lag). Absent until read.',
+            }),
+          ),
+          etcdMembers: Type.Optional(
+            Type.Integer({
+              format: 'int32',
+              minimum: 0,
+              description: 'Members of the etcd the operator runs for the store.',
+            }),
+          ),
+          etcdHealthy: Type.Optional(
+            Type.Integer({
+              format: 'int32',
+              minimum: 0,
+              description: 'Of those, the members whose /health answered true (EtcdAvailable).',
+            }),
+          ),
+        },
+        {
+          description:
+            "With replicated metadata (electionBackend Etcd): who follows the serving master's OpLog, and the etcd it is kept in, as the operator last read them.",
+        },
+      ),
+    ),
     usedBy: Type.Optional(
       UsedBy('The KVCachePools that name this backend; while any remains, deletion waits (Deletable=False).'),
     ),

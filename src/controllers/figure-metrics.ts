@@ -1,5 +1,5 @@
 // kvpool's own figures as metrics, read from the statuses the controllers wrote (what the store and
-// the engines reported): per-backend capacity and last failover, per-pool quota and usage, per-Binding ceiling, grant
+// the engines reported): per-backend capacity, last failover and metadata replication, per-pool quota and usage, per-Binding ceiling, grant
 // and usage, prompt tokens served from the pool per ModelDeployment and per Binding, and each object's
 // phase. Only the replica that runs the controllers reports them, so a standby
 // never doubles a sum; a figure the status does not carry has no sample (absent is not zero).
@@ -42,6 +42,18 @@ const help: Record<string, string> = {
     'Seconds from the new master to the end of the re-registration (status.lastFailover.warmAt minus at); no sample until warm.',
   kvpool_backend_tier_writable:
     "1 while the members' disk tiers take the store's writes, 0 while a member's writes fail or its tier filesystem has no room for a bucket (status condition TierWritable); no sample while not observed.",
+  kvpool_backend_failover_dram_keys_before:
+    'Objects in memory the previous master last reported before the last master change (status.lastFailover.dramKeysBefore).',
+  kvpool_backend_failover_dram_keys_after:
+    'Objects in memory the new master reported after it (status.lastFailover.dramKeysAfter): as many as before with replicated metadata, 0 without.',
+  kvpool_backend_metadata_replicated:
+    '1 while a standby follows the serving master’s OpLog, 0 while none does or the nearest lags (condition MetadataReplicated); no sample without replicated metadata.',
+  kvpool_backend_oplog_lag_entries:
+    'OpLog entries the nearest standby is behind the primary (status.replication.lagEntries).',
+  kvpool_backend_etcd_healthy_members:
+    "Members of the store's etcd whose /health answered true (status.replication.etcdHealthy).",
+  kvpool_backend_etcd_members:
+    'Members of the etcd the operator runs for the store (status.replication.etcdMembers).',
   kvpool_pool_quota_bytes: "The pool's quota.total.",
   kvpool_pool_usage_bytes: "Bytes the pool's domains hold on the store (status.usage.total).",
   kvpool_binding_ceiling_bytes: "The Binding's quota.ceiling.",
@@ -75,11 +87,20 @@ function failoverFigures(push: Push, labels: Record<string, string>, f: LastFail
   push('kvpool_backend_failover_reregistered_objects', labels, f.reRegisteredObjects);
   push('kvpool_backend_failover_reregistered_bytes', labels, bytesOf(f.reRegisteredBytes));
   push('kvpool_backend_failover_warm_seconds', labels, warmSeconds(f));
+  push('kvpool_backend_failover_dram_keys_before', labels, f.dramKeysBefore);
+  push('kvpool_backend_failover_dram_keys_after', labels, f.dramKeysAfter);
 }
 
-/** TierWritable as 1 (True) or 0 (False); Unknown or absent gives no sample. */
-function tierWritable(b: KVCacheBackend): number | undefined {
-  const status = b.status?.conditions?.find((c) => c.type === BackendCondition.TierWritable)?.status;
+function replicationFigures(push: Push, labels: Record<string, string>, b: KVCacheBackend) {
+  push('kvpool_backend_metadata_replicated', labels, conditionValue(b, BackendCondition.MetadataReplicated));
+  push('kvpool_backend_oplog_lag_entries', labels, b.status?.replication?.lagEntries);
+  push('kvpool_backend_etcd_healthy_members', labels, b.status?.replication?.etcdHealthy);
+  push('kvpool_backend_etcd_members', labels, b.status?.replication?.etcdMembers);
+}
+
+/** A condition as 1 (True) or 0 (False); Unknown or absent gives no sample. */
+function conditionValue(b: KVCacheBackend, type: string): number | undefined {
+  const status = b.status?.conditions?.find((c) => c.type === type)?.status;
   return status === 'True' ? 1 : status === 'False' ? 0 : undefined;
 }
 
@@ -102,7 +123,8 @@ export function figureSamples(o: FigureObjects): FigureSample[] {
     push('kvpool_backend_used_bytes', labels, bytesOf(b.status?.capacity?.used));
     push('kvpool_backend_segments', labels, b.status?.members?.length);
     failoverFigures(push, labels, b.status?.lastFailover);
-    push('kvpool_backend_tier_writable', labels, tierWritable(b));
+    push('kvpool_backend_tier_writable', labels, conditionValue(b, BackendCondition.TierWritable));
+    replicationFigures(push, labels, b);
     phase('KVCacheBackend', '', b.metadata.name!, b.status?.phase);
   }
   for (const p of o.pools) {
@@ -145,6 +167,12 @@ const labelNames: Record<string, string[]> = {
   kvpool_backend_failover_reregistered_bytes: ['backend'],
   kvpool_backend_failover_warm_seconds: ['backend'],
   kvpool_backend_tier_writable: ['backend'],
+  kvpool_backend_failover_dram_keys_before: ['backend'],
+  kvpool_backend_failover_dram_keys_after: ['backend'],
+  kvpool_backend_metadata_replicated: ['backend'],
+  kvpool_backend_oplog_lag_entries: ['backend'],
+  kvpool_backend_etcd_healthy_members: ['backend'],
+  kvpool_backend_etcd_members: ['backend'],
   kvpool_pool_quota_bytes: ['pool', 'backend'],
   kvpool_pool_usage_bytes: ['pool', 'backend'],
   kvpool_binding_ceiling_bytes: ['namespace', 'binding', 'pool', 'domain'],

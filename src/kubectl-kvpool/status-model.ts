@@ -84,6 +84,10 @@ export interface PoolNode {
 export interface FailoverNode {
   at: string;
   master: string;
+  dramKeysBefore?: number;
+  dramBytesBefore?: Figure;
+  dramKeysAfter?: number;
+  dramBytesAfter?: Figure;
   tierObjectsBefore?: number;
   tierBytesBefore?: Figure;
   reRegisteredObjects?: number;
@@ -124,9 +128,14 @@ export function failoverNode(f: LastFailover | undefined): FailoverNode | undefi
   const seconds = warmSeconds(f);
   const before = figure(f.tierBytesBefore);
   const back = figure(f.reRegisteredBytes);
+  const [dramBefore, dramAfter] = [figure(f.dramBytesBefore), figure(f.dramBytesAfter)];
   return {
     at: f.at,
     master: f.master,
+    ...(f.dramKeysBefore !== undefined ? { dramKeysBefore: f.dramKeysBefore } : {}),
+    ...(dramBefore ? { dramBytesBefore: dramBefore } : {}),
+    ...(f.dramKeysAfter !== undefined ? { dramKeysAfter: f.dramKeysAfter } : {}),
+    ...(dramAfter ? { dramBytesAfter: dramAfter } : {}),
     ...(f.tierObjectsBefore !== undefined ? { tierObjectsBefore: f.tierObjectsBefore } : {}),
     ...(before ? { tierBytesBefore: before } : {}),
     ...(f.reRegisteredObjects !== undefined ? { reRegisteredObjects: f.reRegisteredObjects } : {}),
@@ -137,6 +146,12 @@ export function failoverNode(f: LastFailover | undefined): FailoverNode | undefi
 }
 
 const conditionText = (c: Condition) => `${c.type}=${c.status} (${c.reason}): ${c.message}`;
+
+/** With replicated metadata, the True verdicts worth a line: who follows the OpLog, etcd's quorum. */
+function replicationNotes(conditions: Condition[] | undefined): string[] {
+  const types: string[] = [BackendCondition.MetadataReplicated, BackendCondition.EtcdAvailable];
+  return (conditions ?? []).filter((c) => types.includes(c.type) && c.status === 'True').map(conditionText);
+}
 
 /** Conditions of `types` that are not True, in words; a message already given is not repeated. */
 function notTrue(conditions: Condition[] | undefined, types: string[], skip: (c: Condition) => boolean) {
@@ -273,6 +288,8 @@ function backendNode(s: Snapshot, b: KVCacheBackend): BackendNode {
       ...types,
       'TierWasEmpty',
       BackendCondition.TierWritable,
+      BackendCondition.MetadataReplicated,
+      BackendCondition.EtcdAvailable,
       ...(b.metadata.deletionTimestamp ? ['Deletable'] : []),
     ],
     (c) => c.status === 'Unknown' || informational(c),
@@ -296,7 +313,10 @@ function backendNode(s: Snapshot, b: KVCacheBackend): BackendNode {
     ...(lastFailover ? { lastFailover } : {}),
     members: membersOf(s, b),
     problems,
-    notes: notTrue(st.conditions, ['RolloutComplete'], (c) => c.status === 'True'),
+    notes: [
+      ...notTrue(st.conditions, ['RolloutComplete'], (c) => c.status === 'True'),
+      ...replicationNotes(st.conditions),
+    ],
     pools: s.pools.filter((p) => p.spec.backends[0] === b.metadata.name).map((p) => poolNode(s, p)),
   };
 }

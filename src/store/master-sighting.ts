@@ -1,5 +1,5 @@
-// What one reading of a master says about which master it is and what its disk tier holds: the figures a
-// failover's re-registration is measured by (decision 45). A figure the master did not report stays
+// What one reading of a master says about which master it is, what its memory and its disk tier hold:
+// the figures a failover is measured by (decisions 45 and 50). A figure the master did not report stays
 // absent, never zero. Pure.
 import type { StoreObservation } from './observe.ts';
 import { type Families, gauge, gaugeBytes } from './prometheus.ts';
@@ -12,6 +12,14 @@ export interface TierFigures {
   bytes?: bigint;
 }
 
+/** The master's memory figures: objects with a memory replica and the bytes allocated to them. */
+export interface DramFigures {
+  /** mem_cache_nums_: objects with a replica in a member's memory segment. */
+  objects?: number;
+  /** master_allocated_bytes: bytes allocated in the memory segments. */
+  bytes?: bigint;
+}
+
 /** One reading of a serving master. */
 export interface MasterSighting {
   address: string;
@@ -20,11 +28,17 @@ export interface MasterSighting {
   /** Every request the master counted (its master_*_requests_total summed); a master that restarts starts again at 0. */
   requests?: number;
   tier: TierFigures;
+  dram: DramFigures;
 }
 
 export const tierFamilies = {
   objects: 'file_cache_nums_',
   bytes: 'master_allocated_file_size_bytes',
+} as const;
+
+export const dramFamilies = {
+  objects: 'mem_cache_nums_',
+  bytes: 'master_allocated_bytes',
 } as const;
 
 const requestCounter = /^master_\w+_requests_total$/;
@@ -39,13 +53,21 @@ export function requestsServed(f: Families): number | undefined {
   return sum;
 }
 
-export function tierFiguresOf(f: Families): TierFigures {
-  const objects = gauge(f, tierFamilies.objects);
-  const bytes = gaugeBytes(f, tierFamilies.bytes);
+function figuresOf(f: Families, families: { objects: string; bytes: string }) {
+  const objects = gauge(f, families.objects);
+  const bytes = gaugeBytes(f, families.bytes);
   return {
     ...(objects !== undefined && Number.isFinite(objects) ? { objects } : {}),
     ...(bytes !== undefined ? { bytes } : {}),
   };
+}
+
+export function tierFiguresOf(f: Families): TierFigures {
+  return figuresOf(f, tierFamilies);
+}
+
+export function dramFiguresOf(f: Families): DramFigures {
+  return figuresOf(f, dramFamilies);
 }
 
 /** The sighting of a master serving with its metrics read; undefined for any other reading. */
@@ -57,6 +79,7 @@ export function sightingOf(o: StoreObservation | undefined): MasterSighting | un
     at: o.at,
     ...(requests !== undefined ? { requests } : {}),
     tier: tierFiguresOf(o.metrics.value),
+    dram: dramFiguresOf(o.metrics.value),
   };
 }
 

@@ -88,7 +88,7 @@ describe('sightingOf and anotherMaster, on the real master’s /metrics', () => 
   });
 
   it('tells a master at another address (a standby that took over), whatever its counters', () => {
-    const a: MasterSighting = { address, at: t0, requests: 5, tier: {} };
+    const a: MasterSighting = { address, at: t0, requests: 5, tier: {}, dram: {} };
     assert.equal(anotherMaster(a, { ...a, address: '10.0.0.8:9003', requests: 900 }), true);
     assert.equal(anotherMaster(a, { ...a, requests: undefined }), false, 'no counters: no verdict');
   });
@@ -114,6 +114,11 @@ describe('advanceFailover', () => {
       master: address,
       tierObjectsBefore: 128,
       tierBytesBefore: '32Mi',
+      // A new master without replicated metadata starts with no object in memory.
+      dramKeysBefore: 160,
+      dramBytesBefore: '40Mi',
+      dramKeysAfter: 0,
+      dramBytesAfter: '0',
       reRegisteredObjects: 0,
       reRegisteredBytes: '0',
     });
@@ -181,9 +186,16 @@ describe('advanceFailover', () => {
     assert.strictEqual(records[7], records[6], 'then kept as it is');
   });
 
-  it('for a backend without a disk tier, records when the new master took over and nothing else', () => {
+  it('for a backend without a disk tier, records when the new master took over and its memory figures', () => {
     const records = follow(failover, { tier: false });
-    assert.deepEqual(records.at(-1), { at: '2026-12-02T11:00:00.800Z', master: address });
+    assert.deepEqual(records.at(-1), {
+      at: '2026-12-02T11:00:00.800Z',
+      master: address,
+      dramKeysBefore: 160,
+      dramBytesBefore: '40Mi',
+      dramKeysAfter: 0,
+      dramBytesAfter: '0',
+    });
   });
 
   it('replaces the record at the next failover, to a standby at another address', () => {
@@ -193,6 +205,10 @@ describe('advanceFailover', () => {
       master: '10.0.0.9:9003',
       tierObjectsBefore: 128,
       tierBytesBefore: '32Mi',
+      dramKeysBefore: 0,
+      dramBytesBefore: '0',
+      dramKeysAfter: 0,
+      dramBytesAfter: '0',
       reRegisteredObjects: 0,
       reRegisteredBytes: '0',
     });

@@ -54,6 +54,8 @@ describe('kubectl kvpool doctor', () => {
         'tier-directory',
         'preexisting-tier-content',
         'tier-full',
+        'oplog-not-followed',
+        'etcd-quorum',
         'pool-backend',
         'ledger-unavailable',
         'oversubscription',
@@ -107,6 +109,34 @@ describe('kubectl kvpool doctor', () => {
       found!.fix,
       /kubectl annotate kvcachepoolbinding team-a -n team-a kvcache\.gpustack\.ai\/purge-on-delete=true$/,
     );
+  });
+
+  it('warns when no standby follows the OpLog and fails an etcd without a quorum', () => {
+    const replicated = structuredClone(snapshot.backends.find((b) => b.metadata.name === 'mooncake-dram')!);
+    const at = '2025-01-01T00:00:00Z';
+    replicated.status!.conditions = [
+      {
+        type: 'MetadataReplicated',
+        status: 'False',
+        reason: 'NoStandby',
+        message:
+          'no standby follows the OpLog (no standby runs): a failover now would start with an empty index',
+        lastTransitionTime: at,
+      },
+      {
+        type: 'EtcdAvailable',
+        status: 'False',
+        reason: 'QuorumLost',
+        message: '1 of 3 members healthy',
+        lastTransitionTime: at,
+      },
+    ];
+    const r = doctor({ ...snapshot, backends: [replicated] });
+    const finding = (id: string) => r.checks.find((c) => c.id === id)!.findings[0];
+    assert.equal(finding('oplog-not-followed')?.severity, 'warning');
+    assert.match(finding('oplog-not-followed')!.fix, /leader\.replicas/);
+    assert.equal(finding('etcd-quorum')?.severity, 'error');
+    assert.match(finding('etcd-quorum')!.evidence.join('\n'), /1 of 3 members healthy/);
   });
 
   it('makes a refused tier an error, and sends a member stopped by it to that row', () => {
@@ -300,6 +330,28 @@ describe('the last failover', () => {
     assert.match(
       text,
       /KVCacheBackend mooncake-dram .*\n.*leader: .*\n.*last failover 2026-12-02T11:00:00\.800Z \(new master 10\.0\.0\.8:9003\): keys held in memory were lost; no disk tier figures to re-register/,
+    );
+  });
+
+  it('status says what memory kept across the change: all of it with replicated metadata, nothing without', () => {
+    const replicated: Snapshot = structuredClone(failed);
+    const b = replicated.backends.find((x) => x.metadata.name === 'mooncake-dram')!;
+    b.status!.lastFailover = {
+      at,
+      master: '10.0.0.8:9003',
+      dramKeysBefore: 200,
+      dramBytesBefore: '25Mi',
+      dramKeysAfter: 200,
+      dramBytesAfter: '25Mi',
+    };
+    assert.match(
+      renderStatus(statusModel(replicated)),
+      /last failover 2026-12-02T11:00:00\.800Z \(new master 10\.0\.0\.8:9003\): memory kept: 200 objects, 25Mi before, 200 objects, 25Mi after\n/,
+    );
+    b.status!.lastFailover = { ...b.status!.lastFailover, dramKeysAfter: 0, dramBytesAfter: '0' };
+    assert.match(
+      renderStatus(statusModel(replicated)),
+      /memory lost: 200 objects, 25Mi before, 0 objects, 0 after/,
     );
   });
 

@@ -197,6 +197,42 @@ describe('kvpool figures from status', () => {
     assert.ok(!never.some((s) => s.metric.startsWith('kvpool_backend_failover_')));
   });
 
+  it('gives the memory figures of the last failover and the replication of the index; absent is no sample', () => {
+    const replicated = backend();
+    replicated.status = {
+      phase: 'Ready',
+      conditions: [
+        {
+          type: 'MetadataReplicated',
+          status: 'True',
+          reason: 'Following',
+          message: '',
+          lastTransitionTime: '2026-12-02T11:00:00Z',
+        },
+      ],
+      lastFailover: {
+        at: '2026-12-02T11:00:00.800Z',
+        master: '10.0.0.7:9003',
+        dramKeysBefore: 200,
+        dramBytesBefore: '25Mi',
+        dramKeysAfter: 200,
+        dramBytesAfter: '25Mi',
+      },
+      replication: { standbys: 2, following: 2, lagEntries: 0, etcdMembers: 3, etcdHealthy: 2 },
+    };
+    const got = Object.fromEntries(
+      figureSamples({ backends: [replicated], pools: [], bindings: [] }).map((s) => [s.metric, s.value]),
+    );
+    assert.equal(got.kvpool_backend_failover_dram_keys_before, 200);
+    assert.equal(got.kvpool_backend_failover_dram_keys_after, 200);
+    assert.equal(got.kvpool_backend_metadata_replicated, 1);
+    assert.equal(got.kvpool_backend_oplog_lag_entries, 0);
+    assert.equal(got.kvpool_backend_etcd_members, 3);
+    assert.equal(got.kvpool_backend_etcd_healthy_members, 2);
+    const plain = figureSamples({ backends: [backend()], pools: [], bindings: [] });
+    assert.ok(!plain.some((s) => /oplog|etcd|replicated/.test(s.metric)), 'no sample without replication');
+  });
+
   it('gives the prompt tokens served from the pool per ModelDeployment and per Binding, absent when not reported', () => {
     const served = binding('team-a', 'team-a', {
       domain: null,

@@ -8,15 +8,24 @@ import { hostPort } from '../../kube/host-port.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { ordinal } from '../../kube/ordinal.ts';
 import { applyStatus, ensureFinalizer } from '../../operator-io/apply.ts';
-import { type BackendInformers, backendInformers } from '../../operator-io/informers.ts';
+import { type BackendInformers, backendInformers, byInstance } from '../../operator-io/informers.ts';
 import { externalAdminAddress, leaseHolder, managedAdminAddress } from '../../operator-io/master-address.ts';
 import type { OperatorContext } from '../../operator-io/operator-context.ts';
 import { sightingOf } from '../../store/master-sighting.ts';
 import { readMemberTier } from '../../store/member-tier.ts';
-import { groupDisk, managedConnection } from '../../vocabulary/backend-spec.ts';
+import { readEtcdMember, readStandby } from '../../store/replication.ts';
+import {
+  groupDisk,
+  managedConnection,
+  metadataReplicated,
+  resolveEtcd,
+} from '../../vocabulary/backend-spec.ts';
 import { mergeConditions } from '../../vocabulary/conditions.ts';
 import {
   adminServiceName,
+  componentLabel,
+  etcdComponent,
+  etcdMetricsPort,
   leaderAdminPort,
   leaderName,
   leaderRpcPort,
@@ -26,6 +35,7 @@ import {
 import { AppliedIntents, type ChildrenOutcome, syncChildren } from './children.ts';
 import { type BackendStatusDecision, decideBackendStatus } from './status.ts';
 import { advanceFailover, type FailoverMemory } from './status-failover.ts';
+import { decideReplication, type ReplicationFigures } from './status-replication.ts';
 import type { BackendView } from './status-view.ts';
 import { backendInUseLive, teardownBackend, teardownPollMs } from './teardown.ts';
 import { TierCleanup } from './tier-cleanup.ts';
@@ -129,6 +139,9 @@ export class BackendReconciler {
     });
     if (managed) view.tierWritable = decideTierWritable(await readTiers(backend, view), new Date());
     const decision = decideBackendStatus(view);
+    const replication =
+      managed && metadataReplicated(backend) ? await this.replication(backend, view) : undefined;
+    if (replication) decision.conditions.push(...replication.conditions);
     const failover = advanceFailover(
       backend.status?.lastFailover,
       this.failovers.get(name) ?? {},
@@ -136,7 +149,7 @@ export class BackendReconciler {
       { tier: view.includeFiles },
     );
     this.failovers.set(name, failover.memory);
-    await this.writeStatus(backend, decision, view.usedBy, failover.record);
+    await this.writeStatus(backend, decision, view.usedBy, failover.record, replication?.figures);
     await this.noteTier(backend, decision);
     await this.noteConflict(backend, decision);
     if (managed) await this.noteHandover(backend, holder);
@@ -160,11 +173,35 @@ export class BackendReconciler {
     ];
   }
 
+  /** Where each standby stands in the OpLog and whether etcd has a quorum, read side by side. */
+  private async replication(backend: KVCacheBackend, view: BackendView) {
+    const servingHost = view.adminAddress?.slice(0, view.adminAddress.lastIndexOf(':'));
+    const standbys = view.leaderPods.filter((p) => p.podIP && !p.deleting && p.podIP !== servingHost);
+    const etcd = resolveEtcd(backend).managed;
+    const etcdPods = etcd
+      ? this.informers.pods
+          .byIndex(byInstance, backend.metadata.name!)
+          .filter((p) => p.metadata.labels?.[componentLabel] === etcdComponent && p.status?.podIP)
+      : [];
+    const [standbyReadings, etcdReadings] = await Promise.all([
+      Promise.all(standbys.map((p) => readStandby(p.name, hostPort(p.podIP!, leaderAdminPort)))),
+      Promise.all(
+        etcdPods.map((p) => readEtcdMember(p.metadata.name!, hostPort(p.status!.podIP!, etcdMetricsPort))),
+      ),
+    ]);
+    return decideReplication({
+      serving: view.store?.health.ok === true && view.store.health.value.serviceReady,
+      standbys: standbyReadings,
+      ...(etcd ? { etcd: { replicas: etcd.replicas, members: etcdReadings } } : {}),
+    });
+  }
+
   private async writeStatus(
     backend: KVCacheBackend,
     d: BackendStatusDecision,
     usedBy: UsedByEntry[],
     lastFailover = backend.status?.lastFailover,
+    replication?: ReplicationFigures,
   ): Promise<void> {
     const endpoints = this.endpoints(backend);
     await applyStatus(this.ctx.client, backend, {
@@ -181,6 +218,7 @@ export class BackendReconciler {
       ...(d.members ? { members: d.members } : {}),
       ...(usedBy.length ? { usedBy } : {}),
       ...(lastFailover ? { lastFailover } : {}),
+      ...(replication ? { replication } : {}),
     });
   }
 

@@ -1,5 +1,5 @@
-// status.lastFailover: when a new master took over, and what the members re-registered from their disk
-// tiers (decision 45). A new master starts empty, so the tier figures it reports are the members'
+// status.lastFailover: when a new master took over, the objects in memory before and after (decision
+// 50), and what the members re-registered from their disk tiers (decision 45). A new master starts empty, so the tier figures it reports are the members'
 // re-registrations; they are followed until they reach what the previous master last reported, and then
 // kept. Figures that stop short are taken as warm once they held (a member may have gone with the master)
 // and still followed, so a member that comes back late corrects them. Pure: the reconciler holds the
@@ -34,13 +34,34 @@ export interface FailoverOptions {
 
 export const instant = (ms: number) => new Date(ms).toISOString();
 
+/** How long after a master change the new master's memory figures are followed, then kept. */
+export const dramFollowMs = 15_000;
+
 function startRecord(before: MasterSighting, now: MasterSighting, tier: boolean): LastFailover {
   const b = tier ? before.tier : {};
+  const d = before.dram;
   return {
     at: instant(now.at),
     master: now.address,
     ...(b.objects !== undefined ? { tierObjectsBefore: b.objects } : {}),
     ...(b.bytes !== undefined ? { tierBytesBefore: formatBinarySI(b.bytes) } : {}),
+    ...(d.objects !== undefined ? { dramKeysBefore: d.objects } : {}),
+    ...(d.bytes !== undefined ? { dramBytesBefore: formatBinarySI(d.bytes) } : {}),
+  };
+}
+
+/** The new master's memory figures, while within dramFollowMs of the change (a promoted standby settles). */
+function followDram(r: LastFailover, now: MasterSighting): LastFailover {
+  if (r.master !== now.address || now.at - Date.parse(r.at) > dramFollowMs) return r;
+  const { objects, bytes } = now.dram;
+  const keys = objects ?? r.dramKeysAfter;
+  const held = bytes !== undefined ? formatBinarySI(bytes) : r.dramBytesAfter;
+  // Unchanged figures keep the record as it is: an idle pass writes nothing.
+  if (keys === r.dramKeysAfter && held === r.dramBytesAfter) return r;
+  return {
+    ...r,
+    ...(keys !== undefined ? { dramKeysAfter: keys } : {}),
+    ...(held !== undefined ? { dramBytesAfter: held } : {}),
   };
 }
 
@@ -88,6 +109,7 @@ export function advanceFailover(
     next = startRecord(memory.last, now, options.tier);
     movedAt = now.at;
   }
+  if (next) next = followDram(next, now);
   if (next && !(next.warmAt && reached(next)) && next.master === now.address && options.tier) {
     const followed = follow(next, now, movedAt, options.settleMs ?? warmSettleMs);
     next = followed.record;
