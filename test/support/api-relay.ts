@@ -155,10 +155,19 @@ export class ApiRelay {
     if (!this.pairs.delete(pair)) return;
     for (const socket of [pair.client, pair.upstream]) {
       if (!socket || socket.destroyed) continue;
-      if (reset) socket.resetAndDestroy();
-      else socket.end();
+      if (!reset) socket.end();
+      else if (ending(socket)) socket.destroy();
+      else socket.resetAndDestroy();
     }
   }
+}
+
+/**
+ * Whether the socket's own end is under way (ended, not yet finished). A reset then fails (EINVAL), yet
+ * Node counts the handle as closing and never closes it: the process spins in its exit-time cleanup.
+ */
+function ending(socket: Socket): boolean {
+  return socket.writableEnded && !socket.writableFinished;
 }
 
 function kubeconfigServer(kubeconfig: string): string {
