@@ -2,11 +2,15 @@
 // plane for the integration tests, then checks that no process the run started is still alive and
 // that no local cluster left devices, namespaces or Pods behind.
 // Usage: node scripts/run-tests.ts [file or glob ...]   (default: every suite)
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { globSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { once } from 'node:events';
+import { globSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { cacheDir } from '../images/toolchain.ts';
 import { abandonedTraces, sweepAbandoned } from '../local/nodes/host-network.ts';
+import { startWatchdogMonitor } from '../test/support/watchdog-monitor.ts';
 
 const suites = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'];
 /**
@@ -46,8 +50,12 @@ function componentProcesses(): Map<number, string> {
 const swept = await sweepAbandoned();
 if (swept.length) console.error(`removed what a killed earlier run left behind: ${swept.join(', ')}`);
 
-function runNodeTests(files: string[]): number {
-  const run = spawnSync(
+/** Seconds a test file's event loop may stay still before the watchdog ends its process. */
+const watchdogSeconds = Number(process.env.KVPOOL_WATCHDOG_SECONDS ?? 180);
+const watchdogDir = mkdtempSync(join(tmpdir(), 'kvpool-watchdog-'));
+
+async function runNodeTests(files: string[]): Promise<number> {
+  const child = spawn(
     process.execPath,
     [
       '--test',
@@ -57,29 +65,43 @@ function runNodeTests(files: string[]): number {
       // A file's process is ended if a handle keeps it alive 120 s after its tests (not with
       // --test-force-exit, which drops results: see the module).
       '--import=./test/support/exit-after-tests.ts',
+      // Each file's event loop beats; the monitor here ends a file whose loop stops turning, named.
+      '--import=./test/support/event-loop-watchdog.ts',
       ...files,
     ],
     // Operator logs are for failures: keep a passing run readable unless asked for more.
     {
       stdio: 'inherit',
-      env: { ...process.env, KVPOOL_RUN_ID: runId, KVPOOL_LOG_LEVEL: process.env.KVPOOL_LOG_LEVEL ?? 'warn' },
+      env: {
+        ...process.env,
+        KVPOOL_RUN_ID: runId,
+        KVPOOL_LOG_LEVEL: process.env.KVPOOL_LOG_LEVEL ?? 'warn',
+        KVPOOL_WATCHDOG_DIR: watchdogDir,
+      },
     },
   );
-  return run.status ?? 1;
+  const monitor = startWatchdogMonitor(watchdogDir, watchdogSeconds);
+  try {
+    const [code] = (await once(child, 'exit')) as [number | null];
+    return code ?? 1;
+  } finally {
+    monitor.stop();
+  }
 }
 
 const files = process.argv.slice(2);
 let status: number;
-if (files.length) status = runNodeTests(files);
+if (files.length) status = await runNodeTests(files);
 else {
   const together = suites.flatMap((g) => globSync(g)).filter((f) => !alone.includes(f));
-  const first = runNodeTests(together);
+  const first = await runNodeTests(together);
   status = first;
   for (const file of alone) {
     console.log(`\nnow alone: ${file}`);
-    status = runNodeTests([file]) || status;
+    status = (await runNodeTests([file])) || status;
   }
 }
+rmSync(watchdogDir, { recursive: true, force: true });
 
 const leaked = [...componentProcesses()];
 if (leaked.length) {
