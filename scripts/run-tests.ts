@@ -62,6 +62,11 @@ async function runNodeTests(files: string[]): Promise<number> {
       '--test-global-setup=test/support/global-setup.ts',
       '--test-concurrency=2',
       '--test-timeout=600000',
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      // Each file's time at the end, slowest first.
+      '--test-reporter=./test/support/file-times-reporter.ts',
+      '--test-reporter-destination=stdout',
       // A file's process is ended if a handle keeps it alive 120 s after its tests (not with
       // --test-force-exit, which drops results: see the module).
       '--import=./test/support/exit-after-tests.ts',
