@@ -40,9 +40,9 @@ export function leaseElection(backend: KVCacheBackend): boolean {
   return electionOf(backend) === 'Kubernetes';
 }
 
-/** Whether the masters keep the store's metadata in etcd's OpLog, so a failover keeps every key. */
+/** Whether the masters keep the store's metadata in etcd's OpLog, so a failover keeps every key (managed only). */
 export function metadataReplicated(backend: KVCacheBackend): boolean {
-  return electionOf(backend) === 'Etcd';
+  return backend.spec.connection.managed?.leader.electionBackend === 'Etcd';
 }
 
 export interface ResolvedEtcd {

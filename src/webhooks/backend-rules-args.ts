@@ -17,7 +17,7 @@ const fromField = (field: string): Refusal => ({
 const fixedBy = (why: string): Refusal => ({ why, fix: removeIt });
 
 const election: Refusal = {
-  why: 'is derived from spec.connection.managed.leader.electionBackend (the election runs on a Kubernetes Lease)',
+  why: 'is derived from spec.connection.managed.leader.electionBackend (a Kubernetes Lease, or etcd with Etcd)',
   fix: 'set leader.electionBackend instead and remove the flag',
 };
 const podIdentity = fixedBy("is derived from the leader Pod's own identity, which the election needs");
@@ -31,9 +31,10 @@ const quotaPolicy = fixedBy(
 const cxl = fixedBy(
   'would replace allocationStrategy with CXL memory and advertise capacity the members do not hold',
 );
-const oplog = fixedBy(
-  'needs an etcd election backend, which cannot run beside the Lease election this operator renders, so the leader would not start',
-);
+const oplog: Refusal = {
+  why: 'is derived from spec.connection.managed.leader.electionBackend Etcd and leader.etcd (the masters reach etcd through kvpool-store over TLS)',
+  fix: 'set leader.electionBackend to Etcd (and leader.etcd for an external etcd) instead and remove the flag',
+};
 const snapshot = fixedBy(
   'would let the leader restore a saved index whose entries can point at bytes another key now holds',
 );
@@ -57,7 +58,7 @@ const leaderRefusals = new Map<string, Refusal>([
   ['enable_ha', election],
   ['ha_backend_type', election],
   ['ha_backend_connstring', election],
-  ['cluster_id', fixedBy("is derived from the backend (it names the election's Lease, <name>-leader)")],
+  ['cluster_id', fixedBy("is derived from the backend (it names the store's keys in etcd)")],
   ['pod_name', podIdentity],
   ['pod_namespace', podIdentity],
   ['enable_offload', tier],

@@ -68,7 +68,7 @@ const refusals: [string, Record<string, unknown>, string, string][] = [
     'a timing without an election',
     { electionBackend: 'None', leaseTiming: { retryPeriod: '500ms' } },
     field,
-    'has no effect without an election: remove it',
+    'times the Lease election only: remove it',
   ],
 ];
 

@@ -46,7 +46,58 @@ create(
   named((n) => managed(n, undefined, { replicas: 3, electionBackend: 'None' }), 'noelect'),
   'spec.connection.managed.leader.replicas',
   'needs an election',
-  'set leader.electionBackend to Kubernetes',
+  'set leader.electionBackend to Etcd (failovers keep the cache) or Kubernetes',
+);
+create(
+  'an etcd for a store that does not replicate its metadata',
+  named((n) => managed(n, undefined, { replicas: 2, etcd: { replicas: 3 } }), 'etcdlease'),
+  'spec.connection.managed.leader.etcd',
+  'is used by electionBackend Etcd only',
+  'set leader.electionBackend to Etcd, or remove leader.etcd',
+);
+create(
+  'an etcd of two members',
+  named((n) => managed(n, undefined, { replicas: 2, electionBackend: 'Etcd', etcd: { replicas: 2 } }), 'etcdtwo'),
+  'spec.connection.managed.leader.etcd.replicas',
+  'supported values: "1", "3", "5"',
+  'supported values',
+);
+create(
+  'an external etcd with members of its own',
+  named(
+    (n) =>
+      managed(n, undefined, {
+        replicas: 2,
+        electionBackend: 'Etcd',
+        etcd: { replicas: 3, external: { endpoints: ['https://etcd.example:2379'], clientSecretName: 'c' } },
+      }),
+    'etcdboth',
+  ),
+  'spec.connection.managed.leader.etcd',
+  'external names an etcd the operator does not run',
+  'remove replicas and storage, or remove external',
+);
+create(
+  'an external etcd over plain HTTP',
+  named(
+    (n) =>
+      managed(n, undefined, {
+        replicas: 2,
+        electionBackend: 'Etcd',
+        etcd: { external: { endpoints: ['http://etcd.example:2379'], clientSecretName: 'c' } },
+      }),
+    'etcdplain',
+  ),
+  'spec.connection.managed.leader.etcd.external.endpoints[0]',
+  'must be https://host:port (TLS only)',
+  'for example https://etcd-0.etcd.example:2379',
+);
+create(
+  'members following the Lease of an etcd election',
+  named((n) => managed(n, undefined, { replicas: 2, electionBackend: 'Etcd', memberAddressing: 'Lease' }), 'etcdlease2'),
+  'spec.connection.managed.leader.memberAddressing',
+  'which electionBackend Etcd and None do not have',
+  'set it to Service',
 );
 create(
   'leader replicas above 5',

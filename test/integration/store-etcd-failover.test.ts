@@ -10,7 +10,7 @@ import { waitFor } from '../support/wait.ts';
 import { WarmClient } from '../support/warm-client.ts';
 
 const MiB = 1 << 20;
-const net = `127.61.${100 + (process.pid % 150)}`;
+const net = `127.66.${100 + (process.pid % 150)}`;
 let store: EtcdStore;
 
 before(async () => {

@@ -11,7 +11,7 @@ import { waitFor } from '../support/wait.ts';
 import { type Hit, WarmClient, type WarmClientOptions } from '../support/warm-client.ts';
 
 const KiB = 1024;
-const net = `127.62.${100 + (process.pid % 150)}`;
+const net = `127.67.${100 + (process.pid % 150)}`;
 let store: EtcdStore;
 let clientHost = 40;
 
