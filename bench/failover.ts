@@ -3,7 +3,8 @@
 // 5 runs each (medians); in the same run Mooncake's own etcd-based HA on the same machine, and for each
 // Lease timing considered, hard-kill failover and the longest API outage survived (failover-timings.ts).
 // The warm part (failover-warm.ts): what a disk tier brings back after a hard kill, beside a DRAM-only
-// backend in the same run. BENCH_PARTS=cluster,etcd,timings,warm (the default: all) runs a subset; parts
+// backend in the same run. The oplog part (failover-oplog.ts): replicated metadata on real processes,
+// beside Mooncake's etcd HA without the OpLog. BENCH_PARTS=cluster,etcd,timings,warm,oplog (the default: all) runs a subset; parts
 // not run keep their figures from the previous result, each part carrying when it was measured.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,7 @@ import type { KVCacheBackend } from '../src/api/types.ts';
 import type { KubeObject } from '../src/kube/object.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
 import { EtcdHaStore } from './failover-etcd-ha.ts';
+import { measureOplog, oplogObjectBytes, oplogObjects } from './failover-oplog.ts';
 import { measureTimings } from './failover-timings.ts';
 import { measureWarmFailover, warmObjectBytes, warmObjects } from './failover-warm.ts';
 import { summarizeWarmRuns, warmTargets } from './failover-warm-figures.ts';
@@ -140,7 +142,7 @@ async function etcdRuns(store: EtcdHaStore, signal: 'SIGTERM' | 'SIGKILL'): Prom
   return times;
 }
 
-const parts = new Set((process.env.BENCH_PARTS ?? 'cluster,etcd,timings,warm').split(','));
+const parts = new Set((process.env.BENCH_PARTS ?? 'cluster,etcd,timings,warm,oplog').split(','));
 const previousPath = join(import.meta.dirname, 'results', 'failover.json');
 const previous = existsSync(previousPath) ? JSON.parse(readFileSync(previousPath, 'utf8')) : {};
 const measuredAt = new Date().toISOString();
@@ -234,6 +236,22 @@ if (parts.has('warm')) {
   };
 }
 
+let replicated = kept(previous.replicated);
+if (parts.has('oplog')) {
+  const o = await measureOplog(Number(process.env.BENCH_OPLOG_RUNS ?? 3));
+  replicated = {
+    measuredAt,
+    setup: `real processes: a TLS etcd of three, two kvpool-store leader replicas (--election=Etcd) with the wheel's masters, two members of 256 MiB; ${oplogObjects} objects of ${oplogObjectBytes} bytes written through the real client, then the serving master's program and master SIGKILLed; the client, kept alive across it, polls every key (a get compared byte for byte) for 60 s`,
+    ...o,
+    met: {
+      readBack: (o.dramWarm.identical ?? 0) >= o.dramWarm.keysBefore * o.targets.readBackFraction,
+      allBack: (o.dramWarm.allBackSeconds ?? Number.POSITIVE_INFINITY) <= o.targets.allBackSeconds,
+      upgrade: o.upgrade.identical === o.upgrade.keysBefore,
+      putOverhead: o.putLatencyMs.p50Overhead <= o.targets.putP50Overhead,
+    },
+  };
+}
+
 const result = {
   runs,
   setup:
@@ -249,6 +267,10 @@ const result = {
     },
   leaseTimings,
   warm,
+  /** What the bench's readers look for first: replicated metadata (decision 50). */
+  dramWarm: replicated?.dramWarm,
+  upgrade: replicated?.upgrade,
+  replicated,
   notes:
     'kvpool figures are read from the backend status the operator writes (they include its store poll, 1 s); the etcd figures are read from the masters directly, as nothing else reports them. The leaseTimings rows are measured on kvpool-store processes directly (see leaseTimings.how), so they exclude the kubelet, the Service and the operator.',
 };

@@ -132,7 +132,7 @@ const LastFailover = Type.Object(
       }),
     ),
     dramKeysBefore: objectCount(
-      'Objects with a memory replica the previous master last reported (its mem_cache_nums_). Absent when the operator did not read the previous master.',
+      'Objects the previous master last indexed (its master_key_count; with a disk tier, objects only on the tier count too). Absent when the operator did not read the previous master.',
     ),
     dramBytesBefore: Type.Optional(
       Quantity({

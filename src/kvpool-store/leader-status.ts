@@ -30,6 +30,11 @@ export class LeaderStatus {
   }
 
   ready(): Verdict {
+    if (this.etcd && this.steppedDown)
+      return {
+        ok: false,
+        reason: 'stepped down: asked to hand over (a rollout or a drain); running no master',
+      };
     if (this.phase === 'stopping') return { ok: false, reason: 'shutting down' };
     if (this.phase === 'campaigning') return { ok: false, reason: this.standbyReason() };
     // Serving ends with the Lease's hold, even before the master is stopped.

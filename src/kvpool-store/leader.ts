@@ -18,6 +18,7 @@ import { startMetricsProxy } from './metrics-proxy.ts';
 import { type PodIdentity, podFromEnv } from './pod-identity.ts';
 import { startProbeServer } from './probe-server.ts';
 import { readSeedConfigMap } from './seed-configmap.ts';
+import { StepDownRequests } from './step-down.ts';
 import { policyFromApi, seedTenantPolicy, writeTenantPolicy } from './tenant-policy-seed.ts';
 
 export interface LeaderOptions {
@@ -49,6 +50,8 @@ interface Run {
   pod: PodIdentity;
   status: LeaderStatus;
   shutdown: Promise<NodeJS.Signals>;
+  /** With an etcd election: the operator's requests that this replica hand over. */
+  stepDowns: StepDownRequests;
   logger: Logger;
 }
 
@@ -60,6 +63,7 @@ export async function runLeader(options: LeaderOptions, pod = podFromEnv()): Pro
   const lease = options.lease ? `${options.lease.namespace}/${options.lease.name}` : undefined;
   const elected = options.election === 'Kubernetes';
   const run: Run = {
+    stepDowns: new StepDownRequests(),
     options,
     // Resolved up front: a missing binary is found before this replica takes the Lease.
     masterPath: findOnPath('mooncake_master'),
@@ -68,7 +72,21 @@ export async function runLeader(options: LeaderOptions, pod = podFromEnv()): Pro
     shutdown: shutdownRequested(),
     logger: log.child({ program: 'kvpool-store', role: 'leader', ...(elected ? { lease } : {}) }),
   };
-  const probe = await startProbeServer(pod.ip ?? '0.0.0.0', options.probePort, run.status.checks);
+  const checks = {
+    ...run.status.checks,
+    ...(options.election === 'Etcd'
+      ? {
+          stepDown: (seconds: number) => {
+            run.stepDowns.ask(seconds);
+            return {
+              ok: true,
+              reason: `stepping down for ${seconds} s: the master stops and etcd elects a standby`,
+            };
+          },
+        }
+      : {}),
+  };
+  const probe = await startProbeServer(pod.ip ?? '0.0.0.0', options.probePort, checks);
   run.logger.info({ port: probe.port }, 'probe server listening');
   const metrics = await startMetricsProxy(pod.ip ?? '0.0.0.0', options.metricsPort, masterAdmin(run));
   run.logger.info({ port: metrics.port }, 'metrics proxy listening');
@@ -112,16 +130,27 @@ async function runEtcdElected(run: Run): Promise<number> {
   try {
     if (!(await seedPolicy(run))) return 1;
     for (;;) {
+      if (run.stepDowns.asked) {
+        run.status.steppedDown = true;
+        if ((await run.stepDowns.released(run.shutdown)) === 'stopped') return 0;
+        run.status.steppedDown = false;
+        run.logger.info('no longer asked to hand over; starting a standby master');
+      }
       const master = startMaster(run);
       const ending = await Promise.race([
         master.exited.then(() => 'master-exited' as const),
         run.shutdown.then(() => 'signal' as const),
+        run.stepDowns.next(),
         demoted(run),
       ]);
       if (ending === 'master-exited') return masterExited(run, master);
       if (ending === 'signal') {
         await stopMaster(run, master, masterStopGraceMs);
         return 0;
+      }
+      if (ending === 'asked') {
+        await standAside(run, master);
+        continue;
       }
       // A master etcd no longer names must not answer a client again: it goes, and a new one follows
       // the OpLog as a standby.
@@ -133,6 +162,17 @@ async function runEtcdElected(run: Run): Promise<number> {
   } finally {
     await tunnels.close();
   }
+}
+
+/**
+ * Asked to hand over (a rollout or a drain): the master stops gracefully, so etcd elects a standby that
+ * has followed the OpLog, and none runs here while the request holds.
+ */
+async function standAside(run: Run, master: Child): Promise<void> {
+  run.status.steppedDown = true;
+  await stopMaster(run, master, masterStopGraceMs);
+  forgetMaster(run);
+  run.logger.info('handed leadership over on request; running no master while the request holds');
 }
 
 /** Resolves once the running master, having served, reports it no longer leads (etcd demoted it). */

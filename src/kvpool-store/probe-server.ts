@@ -1,7 +1,9 @@
-// The kubelet's view of a leader replica: /readyz (leads and the master serves) and /healthz (alive).
+// The kubelet's view of a leader replica: /readyz (leads and the master serves) and /healthz (alive);
+// with an etcd election, also the operator's request to hand leadership over (POST /step-down).
 
 import { createServer, type Server } from 'node:http';
 import { closeServer, listen } from '../kube/listen.ts';
+import { stepDownSeconds } from './step-down.ts';
 
 export interface Verdict {
   ok: boolean;
@@ -12,6 +14,8 @@ export interface Verdict {
 export interface ProbeChecks {
   ready: () => Verdict;
   healthy: () => Verdict;
+  /** POST /step-down?seconds=N: hand leadership over for N seconds (etcd elections; the operator's rollouts and drains). */
+  stepDown?: (seconds: number) => Verdict;
 }
 
 export interface ProbeServer {
@@ -30,9 +34,15 @@ export async function startProbeServer(
   checks: ProbeChecks,
 ): Promise<ProbeServer> {
   const server: Server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    const [status, body] =
-      path === '/readyz'
+    const url = new URL(req.url ?? '/', 'http://probe');
+    const path = url.pathname;
+    const stepDown = req.method === 'POST' && path === '/step-down' ? checks.stepDown : undefined;
+    const seconds = Number(url.searchParams.get('seconds') ?? stepDownSeconds);
+    const [status, body] = stepDown
+      ? Number.isInteger(seconds) && seconds > 0 && seconds <= 3600
+        ? answer(stepDown(seconds))
+        : [400, 'seconds must be a whole number from 1 to 3600\n']
+      : path === '/readyz'
         ? answer(checks.ready())
         : path === '/healthz'
           ? answer(checks.healthy())

@@ -12,9 +12,13 @@ export interface TierFigures {
   bytes?: bigint;
 }
 
-/** The master's memory figures: objects with a memory replica and the bytes allocated to them. */
+/** The master's memory figures: the objects it indexes and the bytes allocated in memory segments. */
 export interface DramFigures {
-  /** mem_cache_nums_: objects with a replica in a member's memory segment. */
+  /**
+   * master_key_count: the objects the master indexes (with a disk tier, those only on the tier count
+   * too). Not mem_cache_nums_, which counts the puts this master served and starts at 0 on a standby
+   * promoted with the whole index.
+   */
   objects?: number;
   /** master_allocated_bytes: bytes allocated in the memory segments. */
   bytes?: bigint;
@@ -37,7 +41,7 @@ export const tierFamilies = {
 } as const;
 
 export const dramFamilies = {
-  objects: 'mem_cache_nums_',
+  objects: 'master_key_count',
   bytes: 'master_allocated_bytes',
 } as const;
 

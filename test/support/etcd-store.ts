@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../local/ports.ts';
 import type { ManagedProcess } from '../../local/processes.ts';
+import { memberRpcTimeoutMs } from '../../src/controllers/backend/render-members.ts';
 import { EtcdMembers } from './etcd-members.ts';
 import { ReadyProxy } from './ready-proxy.ts';
 import {
@@ -20,7 +21,7 @@ import { TcpRelay } from './tcp-relay.ts';
 import { waitFor } from './wait.ts';
 
 export interface EtcdStoreOptions {
-  /** The first three octets of the loopback addresses this store's "Pods" use, e.g. `127.61.7`. */
+  /** The first three octets of the loopback addresses this store's "Pods" use, e.g. `127.66.7`. */
   net: string;
   leaders: number;
   members: number;
@@ -152,7 +153,12 @@ export class EtcdStore {
       master: this.proxy.address,
       segmentBytes: this.options.segmentBytes,
       logDir: this.logDir,
-      env: { KUBECONFIG: 'none: a member addressed by Service never reaches the API' },
+      env: {
+        KUBECONFIG: 'none: a member addressed by Service never reaches the API',
+        // As the operator renders a member's environment.
+        MC_RPC_TIMEOUT_MS: String(memberRpcTimeoutMs),
+        MC_RPC_CONNECT_TIMEOUT_MS: String(memberRpcTimeoutMs),
+      },
     });
     this.members.push(member);
     this.processes.push(member.process);

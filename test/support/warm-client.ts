@@ -24,6 +24,8 @@ export interface ClientEvent {
   present?: number;
   key?: string;
   reason?: string;
+  /** A put's latency (with eachPut). */
+  ms?: number;
 }
 
 export interface WarmClientOptions {
@@ -79,6 +81,11 @@ export class WarmClient {
 
   find(event: ClientEvent['event']): ClientEvent | undefined {
     return this.events.find((e) => e.event === event);
+  }
+
+  /** The latency of every acknowledged put, in ms (with eachPut). */
+  putLatencies(): number[] {
+    return this.events.filter((e) => e.event === 'put' && e.rc === 0).map((e) => e.ms!);
   }
 
   /** Keys whose put the master acknowledged (with eachPut). */

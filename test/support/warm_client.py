@@ -6,7 +6,7 @@ with the Mooncake venv's python3:
 
 Prints one JSON line per event, each with "at" (milliseconds since the epoch):
   {"event": "setup", "rc": n, "attempts": n}      once the client is set up (retried until --setup-until)
-  {"event": "put", "key": k, "rc": n}   after each put (with --each-put)
+  {"event": "put", "key": k, "rc": n, "ms": t}   after each put (with --each-put), t its latency
   {"event": "written", "ok": n, "failed": [..], "present": n}   after the puts (with --put)
 then reads one JSON line on stdin, {"keys": [...], "untilMs": ms}, and polls those keys (one
 batch_is_exist per round, a get of each key found) until every one has read back or untilMs:
@@ -103,11 +103,14 @@ def main() -> int:
         keys = [f"{prefix}-{i:04d}" for i in range(count)]
         failed = []
         for k in keys:
-            rc = store.put(k, value(k, args.size))
+            data = value(k, args.size)
+            started = time.perf_counter()
+            rc = store.put(k, data)
+            took = (time.perf_counter() - started) * 1000
             if rc != 0:
                 failed.append(k)
             if args.each_put:
-                emit("put", key=k, rc=rc)
+                emit("put", key=k, rc=rc, ms=round(took, 3))
             if args.put_interval_ms:
                 time.sleep(args.put_interval_ms / 1000)
         present = sum(1 for r in store.batch_is_exist(keys) if r == 1)

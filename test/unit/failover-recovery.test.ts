@@ -126,6 +126,8 @@ describe('advanceFailover', () => {
     assert.equal(records[4]?.warmAt, undefined, 'one member of two re-registered: not warm');
     assert.deepEqual(records[5], {
       ...records[2],
+      // The new master's index grows with the re-registration (master_key_count).
+      dramKeysAfter: 128,
       reRegisteredObjects: 128,
       reRegisteredBytes: '32Mi',
       warmAt: '2026-12-02T11:00:02.200Z',
@@ -193,7 +195,7 @@ describe('advanceFailover', () => {
       master: address,
       dramKeysBefore: 160,
       dramBytesBefore: '40Mi',
-      dramKeysAfter: 0,
+      dramKeysAfter: 128,
       dramBytesAfter: '0',
     });
   });
@@ -205,7 +207,7 @@ describe('advanceFailover', () => {
       master: '10.0.0.9:9003',
       tierObjectsBefore: 128,
       tierBytesBefore: '32Mi',
-      dramKeysBefore: 0,
+      dramKeysBefore: 128,
       dramBytesBefore: '0',
       dramKeysAfter: 0,
       dramBytesAfter: '0',

@@ -2,29 +2,35 @@
 // that are gone, and roll the store without losing it: one member Pod at a time, each once the previous
 // replacement has mounted its segment, and one leadership handover per leader rollout or drain.
 
-import type { DaemonSet } from 'kubernetes-types/apps/v1.js';
+import type { DaemonSet, Deployment } from 'kubernetes-types/apps/v1.js';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
-import type { PodSpec } from 'kubernetes-types/core/v1.js';
+import type { Pod, PodSpec } from 'kubernetes-types/core/v1.js';
 import type { ObjectMeta } from 'kubernetes-types/meta/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
+import { hostPort } from '../../kube/host-port.ts';
 import { stepDownAnnotation } from '../../kube/leader-election.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { applyChild, claimLiveChild } from '../../operator-io/apply.ts';
 import { intentConfirmation } from '../../operator-io/current-intent.ts';
 import { type BackendInformers, byInstance } from '../../operator-io/informers.ts';
 import type { OperatorContext } from '../../operator-io/operator-context.ts';
-import { electionOf, electionOn, leaseElection } from '../../vocabulary/backend-spec.ts';
+import type { StoreObservation } from '../../store/observe.ts';
+import { electionOf, electionOn, leaseElection, metadataReplicated } from '../../vocabulary/backend-spec.ts';
 import type { ChildConflict, ClaimOptions } from '../../vocabulary/child-ownership.ts';
 import {
   componentLabel,
   leaderComponent,
   leaderName,
+  leaderProbePort,
+  leaderRpcPort,
   ownedByBackend,
 } from '../../vocabulary/store-objects.ts';
 import { EtcdSecrets } from './etcd-secrets.ts';
+import { MemberDrains, segmentsOf } from './member-drain.ts';
 import { podSpecHashAnnotation } from './pod-spec-hash.ts';
 import { type BackendRenderContext, renderBackend } from './render.ts';
 import { type HandoverPlan, type MemberRollPlan, planHandover, planMemberRoll } from './rollout-plan.ts';
+import { mountedHosts as mountedHostsOf } from './view.ts';
 
 export interface ChildrenOutcome {
   /** The elected template runs at one replica before the replicas are raised. */
@@ -66,9 +72,11 @@ function handoverInput(
   ctx: OperatorContext,
   informers: BackendInformers,
   hash: string,
+  asked: string[],
 ) {
   const lease = informers.leases.get(leaderName(backend), ctx.namespace);
-  const pods = storePods(informers, backend, (c) => c === leaderComponent).map((p) => ({
+  const leaderPods = storePods(informers, backend, (c) => c === leaderComponent);
+  const pods = leaderPods.map((p) => ({
     name: p.metadata.name!,
     hash: hashOf(p),
     podIP: p.status?.podIP,
@@ -77,6 +85,12 @@ function handoverInput(
     deleting: Boolean(p.metadata.deletionTimestamp),
     nodeCordoned: Boolean(p.spec?.nodeName && informers.nodes.get(p.spec.nodeName)?.spec?.unschedulable),
   }));
+  if (!leaseElection(backend)) {
+    // etcd elects: the serving master's Pod is the ready one, and the operator asks a Pod itself.
+    const serving = leaderPods.find((p) => podReady(p) && !p.metadata.deletionTimestamp);
+    const ip = serving?.status?.podIP;
+    return { hash, pods, holder: ip ? `${ip}:${leaderRpcPort}` : undefined, stepDown: asked };
+  }
   return {
     hash,
     pods,
@@ -85,14 +99,18 @@ function handoverInput(
   };
 }
 
+const podReady = (p: KubeObject<Pod>) =>
+  p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
 export async function syncChildren(
   backend: KVCacheBackend,
   ctx: OperatorContext,
   informers: BackendInformers,
   renderCtx: Omit<BackendRenderContext, 'leaderReplicasOverride' | 'leaderStepDown'>,
   applied: AppliedIntents,
-  mountedHosts: ReadonlySet<string> | undefined,
+  store: { latest?: StoreObservation; adminAddress?: string },
 ): Promise<ChildrenOutcome> {
+  const mountedHosts = mountedHostsOf(store.latest);
   const ns = ctx.namespace;
   const liveLeader = informers.deployments.get(leaderName(backend), ns);
   let rendered = renderBackend(backend, renderCtx);
@@ -106,13 +124,31 @@ export async function syncChildren(
     (runsOtherElection(liveLeader.spec?.template.spec, electionOf(backend)) ||
       otherElectionPods(informers, backend) > 0);
   // Members roll first, under the old master, which keeps their keys; the leader hands over after.
-  const memberRoll = memberRollPlan(backend, informers, rendered.memberDaemonSets, mountedHosts);
-  const handover = leaseElection(backend)
+  let memberRoll = memberRollPlan(backend, informers, rendered.memberDaemonSets, mountedHosts);
+  const name = backend.metadata.name!;
+  const handover = electionOn(backend)
     ? planHandover({
-        ...handoverInput(backend, ctx, informers, hashOf(rendered.leaderDeployment.spec?.template) ?? ''),
-        membersRolling: memberRoll.kind !== 'done',
+        ...handoverInput(
+          backend,
+          ctx,
+          informers,
+          hashOf(rendered.leaderDeployment.spec?.template) ?? '',
+          applied.steppedDown(name),
+        ),
+        // A Lease-elected master starts empty: the old one keeps the members' keys until they have
+        // rolled. A master that follows the OpLog takes the index over: the leaders go first.
+        membersRolling: leaseElection(backend) && memberRoll.kind !== 'done',
       })
     : { stepDown: [] };
+  if (metadataReplicated(backend))
+    memberRoll = await leadersFirst(
+      backend,
+      applied,
+      informers,
+      handover,
+      rendered.leaderDeployment,
+      memberRoll,
+    );
   rendered = renderBackend(backend, {
     ...renderCtx,
     ...(fromUnelected ? { leaderReplicasOverride: 1 } : {}),
@@ -140,7 +176,7 @@ export async function syncChildren(
   await pruneMemberGroups(backend, ctx, informers, rendered.memberDaemonSets, current);
   // After the DaemonSets carry the new template, so the replacement is made from it.
   if (memberRoll.kind === 'recreate' && (await current())) {
-    await ctx.client.delete({ apiVersion: 'v1', kind: 'Pod', namespace: ns, name: memberRoll.pod });
+    memberRoll = await recreateMember(backend, ctx, informers, applied, store, memberRoll);
   }
   return { replicasPending: Boolean(fromUnelected) && wantedReplicas > 1, memberRoll, handover, conflicts };
 }
@@ -165,6 +201,31 @@ function storeMadeLease(informers: BackendInformers, backend: KVCacheBackend, li
  */
 export class AppliedIntents {
   readonly etcdSecrets = new EtcdSecrets();
+  readonly drains = new MemberDrains();
+  /** With an etcd election: the leader Pods asked to hand over, by backend. */
+  private readonly stepDowns = new Map<string, Set<string>>();
+
+  steppedDown(backend: string): string[] {
+    return [...(this.stepDowns.get(backend) ?? [])].sort();
+  }
+
+  /**
+   * Asks each leader Pod named (the serving one and those that must not lead next) to hand over, on
+   * every pass: a request holds for a minute (its kvpool-store runs no master meanwhile), so a Pod no
+   * longer named, or whose operator is gone, runs a standby master again. Pods gone are forgotten.
+   */
+  async askStepDown(backend: string, names: string[], informers: BackendInformers, b: KVCacheBackend) {
+    const live = new Map(
+      storePods(informers, b, (c) => c === leaderComponent).map((p) => [p.metadata.name!, p]),
+    );
+    const asked = new Set<string>();
+    for (const n of names) {
+      const ip = live.get(n)?.status?.podIP;
+      if (ip && (await requestStepDown(hostPort(ip, leaderProbePort)))) asked.add(n);
+    }
+    this.stepDowns.set(backend, asked);
+  }
+
   private readonly once = new Set<string>();
   private readonly hashes = new Map<string, string>();
 
@@ -245,4 +306,97 @@ function memberRollPlan(
     deleting: Boolean(p.metadata.deletionTimestamp),
   }));
   return planMemberRoll({ groups, pods: pods.filter((p) => p.group < groups.length), mountedHosts });
+}
+
+/**
+ * Deletes the member Pod the roll names, so its DaemonSet recreates it from the new template. With
+ * replicated metadata its segment is drained first (member-drain.ts): the index survives the roll, so
+ * its objects should too. Until the drain ends, the roll waits, saying so.
+ */
+async function recreateMember(
+  backend: KVCacheBackend,
+  ctx: OperatorContext,
+  informers: BackendInformers,
+  applied: AppliedIntents,
+  store: { latest?: StoreObservation; adminAddress?: string },
+  roll: Extract<MemberRollPlan, { kind: 'recreate' }>,
+): Promise<MemberRollPlan> {
+  if (metadataReplicated(backend)) {
+    const pod = informers.pods.get(roll.pod, ctx.namespace);
+    const listing = store.latest?.segments;
+    const progress = roll.message.replace(/; recreating .*$/, '');
+    // Unknown is not empty: without the serving master's listing, the member waits.
+    if (!store.adminAddress || !pod?.status?.podIP || !listing?.ok || !listing.value.served)
+      return {
+        kind: 'wait',
+        message: `${progress}; waiting for the serving master's segment listing to drain ${roll.pod}`,
+      };
+    const segments = segmentsOf(pod.status.podIP, listing.value.segments);
+    const ready = pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+    const verdict = await applied.drains.drain(store.adminAddress, roll.pod, segments, ready);
+    if (!verdict.done) return { kind: 'wait', message: `${progress}; ${verdict.message}` };
+    if (verdict.unmoved)
+      await ctx.events.record(
+        backend,
+        'Warning',
+        'KVCacheMemberNotDrained',
+        `${verdict.message}; ${verdict.unmoved} objects could not be moved and are lost with the member`,
+      );
+    else
+      await ctx.events.record(backend, 'Normal', 'KVCacheMemberDrained', `${verdict.message}; recreating it`);
+  }
+  await ctx.client.delete({ apiVersion: 'v1', kind: 'Pod', namespace: ctx.namespace, name: roll.pod });
+  return roll;
+}
+
+/**
+ * With replicated metadata the leaders roll first: the ones planned to hand over are asked, and a member
+ * waits while any leader runs an outdated template (it drains through the master, which must not change
+ * under the drain).
+ */
+async function leadersFirst(
+  backend: KVCacheBackend,
+  applied: AppliedIntents,
+  informers: BackendInformers,
+  handover: HandoverPlan,
+  leaderDeployment: KubeObject<Deployment>,
+  roll: MemberRollPlan,
+): Promise<MemberRollPlan> {
+  await applied.askStepDown(backend.metadata.name!, handover.stepDown, informers, backend);
+  if (roll.kind !== 'recreate' || !leadersRolling(informers, backend, leaderDeployment, handover))
+    return roll;
+  return {
+    kind: 'wait',
+    message: `${roll.message.replace(/; recreating .*$/, '')}; the members roll once the leaders have`,
+  };
+}
+
+/** Whether a leader Pod still runs an outdated template, or leadership is being handed over. */
+function leadersRolling(
+  informers: BackendInformers,
+  backend: KVCacheBackend,
+  wanted: KubeObject<Deployment>,
+  handover: HandoverPlan,
+): boolean {
+  const hash = hashOf(wanted.spec?.template);
+  const leaders = storePods(informers, backend, (c) => c === leaderComponent).filter(
+    (p) => !p.metadata.deletionTimestamp,
+  );
+  return handover.stepDown.length > 0 || leaders.some((p) => hashOf(p) !== hash);
+}
+
+/** How long one request to hand over holds; the operator renews it on every pass (15 s at most apart). */
+const stepDownHoldSeconds = 60;
+
+/** POST /step-down on a leader's probe port; whether it answered that it steps down. */
+async function requestStepDown(address: string): Promise<boolean> {
+  try {
+    const res = await fetch(`http://${address}/step-down?seconds=${stepDownHoldSeconds}`, {
+      method: 'POST',
+      signal: AbortSignal.timeout(2000),
+    });
+    return res.ok;
+  } catch {
+    return false;
+  }
 }

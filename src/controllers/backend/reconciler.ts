@@ -40,7 +40,7 @@ import type { BackendView } from './status-view.ts';
 import { backendInUseLive, teardownBackend, teardownPollMs } from './teardown.ts';
 import { TierCleanup } from './tier-cleanup.ts';
 import { decideTierWritable, type MemberTierReading } from './tier-health.ts';
-import { boundNamespaces, buildBackendView, mountedHosts } from './view.ts';
+import { boundNamespaces, buildBackendView } from './view.ts';
 import { wireBackendWatches } from './watches.ts';
 
 /** How often a backend's store is observed when nothing changes. */
@@ -123,7 +123,7 @@ export class BackendReconciler {
             boundNamespaces: boundNamespaces(this.informers, name),
           },
           this.applied,
-          mountedHosts(latest),
+          { latest, adminAddress },
         );
       }
     }

@@ -75,6 +75,9 @@ function memberArgs(group: MemberGroup, index: number): string[] {
   ];
 }
 
+/** How long a member's calls to its master may take before it gives up on that connection. */
+export const memberRpcTimeoutMs = 2000;
+
 function memberEnv(backend: KVCacheBackend, group: MemberGroup, ctx: BackendRenderContext): EnvVar[] {
   const buffer = parseQuantityBytes(group.localBufferSize ?? 0);
   const disk = groupDisk(group);
@@ -86,6 +89,11 @@ function memberEnv(backend: KVCacheBackend, group: MemberGroup, ctx: BackendRend
     // kvpool-store reads the Lease in its own namespace when members address the leader by Lease.
     { name: 'KUBERNETES_POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
     { name: 'MC_TE_METRIC', value: '1' },
+    // A member's master client waits 30 s by default on a master that vanished without closing its
+    // connections (a SIGKILLed or deleted leader Pod): three pings at that timeout before it remounts
+    // on the new one. Its calls are pings, mounts and tier heartbeats: 2 s is ample (decision 50).
+    { name: 'MC_RPC_TIMEOUT_MS', value: String(memberRpcTimeoutMs) },
+    { name: 'MC_RPC_CONNECT_TIMEOUT_MS', value: String(memberRpcTimeoutMs) },
     ...(group.medium === 'DRAM' ? visibleDeviceVars.map((name) => ({ name, value: 'void' })) : []),
     { name: 'MOONCAKE_GLOBAL_SEGMENT_SIZE', value: String(parseQuantityBytes(group.capacityPerMember)) },
     ...(buffer > 0n ? [{ name: 'MOONCAKE_LOCAL_BUFFER_SIZE', value: String(buffer) }] : []),

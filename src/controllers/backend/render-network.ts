@@ -29,6 +29,7 @@ import {
   leaderAdminPort,
   leaderComponent,
   leaderName,
+  leaderProbePort,
   leaderRpcPort,
   memberComponent,
   memberRbacComponent,
@@ -124,7 +125,11 @@ export function storeNetworkPolicies(
       policyTypes: ['Ingress'],
       ingress: [
         { from: clients, ports: [tcp(leaderRpcPort)] },
-        { from: [operatorPeer(operator)], ports: [tcp(leaderAdminPort)] },
+        // With an etcd election the operator asks a leader to hand over on its probe port.
+        {
+          from: [operatorPeer(operator)],
+          ports: [tcp(leaderAdminPort), ...(metadataReplicated(backend) ? [tcp(leaderProbePort)] : [])],
+        },
       ],
     }),
     policy(backend, ns, `${name}-member`, memberRbacComponent, {
