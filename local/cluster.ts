@@ -90,6 +90,9 @@ function instanceTypes(): InstanceType[] {
   ];
 }
 
+/** The images built from src/: a new source builds them again, the others only on a version change. */
+const changesWithSource = ['kvpool-operator', 'kvpool-store'];
+
 export class LocalCluster {
   readonly root: string;
   readonly cp: ControlPlane;
@@ -186,7 +189,11 @@ export class LocalCluster {
         client,
         pauseImage,
         corednsImage,
-        imageStore: await preparedImageStore(images.map((i) => i.archive)),
+        // The images that do not change with the source first, so a source change imports two images.
+        imageStore: await preparedImageStore([
+          images.filter((i) => !changesWithSource.includes(i.name)).map((i) => i.archive),
+          images.filter((i) => changesWithSource.includes(i.name)).map((i) => i.archive),
+        ]),
         registries: [registry.address],
       });
       const cluster = new LocalCluster(options, { cp, client, network, nodes, kernel, registry });

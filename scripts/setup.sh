@@ -41,8 +41,20 @@ ensure_node_modules
 # shellcheck disable=SC2086 # the package lists are word lists
 ensure_debian_packages $MOONCAKE_DEBIAN_PACKAGES $NODE_DEBIAN_PACKAGES $IMAGE_DEBIAN_PACKAGES $MONITORING_DEBIAN_PACKAGES
 ensure_mooncake_venv
+# The engine image's layers (Debian, the wheel, vLLM's CPU build: downloads, mostly) need nothing the Go
+# builds make, so they build beside them; the other images, which hold Go binaries, after.
+engine_log="$CACHE/logs/engine-image.log"
+mkdir -p "$(dirname "$engine_log")"
+node_modules/.bin/node images/build.ts vllm-cpu >"$engine_log" 2>&1 &
+engine_build=$!
 bash scripts/build-control-plane.sh
 bash scripts/build-node.sh
 bash scripts/build-network-policy.sh
 bash scripts/build-helm.sh
+if ! wait "$engine_build"; then
+  log "building the engine image failed: the end of $engine_log follows"
+  tail -n 40 "$engine_log"
+  exit 1
+fi
+grep '^\[images\] layer' "$engine_log" || true
 node_modules/.bin/node images/build.ts

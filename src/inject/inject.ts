@@ -37,10 +37,15 @@ export interface InjectOutput {
   record: InjectionRecord;
 }
 
-// Metrics the operator reads to judge CacheAttached; the user's own setting wins.
+// Metrics the operator reads to judge CacheAttached, and the master client's timeouts: 30 s by default,
+// which a master that vanished without closing its connections (a killed leader Pod) costs in full, on
+// every call of the engine's in flight, until it reconnects to the new master (decision 50). The user's
+// own setting wins.
 const metricDefaults: EnvVar[] = [
   { name: 'MC_TE_METRIC', value: '1' },
   { name: 'MC_STORE_CLIENT_METRIC_BANDWIDTH', value: '1' },
+  { name: 'MC_RPC_TIMEOUT_MS', value: '5000' },
+  { name: 'MC_RPC_CONNECT_TIMEOUT_MS', value: '2000' },
 ];
 
 function vehicleFor(input: InjectInput): VehiclePlan {

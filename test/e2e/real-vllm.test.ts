@@ -1,8 +1,9 @@
 // A real vLLM (its CPU build, the image the project builds) serving from the pool on the local
 // cluster's nodes: Steps 1–2 of the walkthrough, then examples/vllm-cpu's two replicas. Replica B
 // loads the KV replica A computed, through the store, and answers with A's log-probabilities; a
-// replica in another Binding's domain finds nothing of it. The engines share one cluster: each costs
-// ~3.8 GiB resident and 2–3 minutes to start (each run prints both).
+// replica in another Binding's domain finds nothing of it; the store replicates its metadata, so after
+// two failovers under a stream of requests (none failing) B still loads what A stored. The engines share
+// one cluster: each costs ~3.8 GiB resident and 2–3 minutes to start (each run prints both).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -149,7 +150,18 @@ describe('real vLLM replicas share their KV through the pool', () => {
         '--type=merge',
         '-p',
         JSON.stringify({
-          spec: { connection: { managed: { leader: { extraArgs: [`-default_kv_lease_ttl=${lease}`] } } } },
+          spec: {
+            connection: {
+              managed: {
+                // Replicated metadata (decision 50): the last test fails the master over under the engines.
+                leader: {
+                  replicas: 2,
+                  electionBackend: 'Etcd',
+                  extraArgs: [`-default_kv_lease_ttl=${lease}`],
+                },
+              },
+            },
+          },
         }),
       ]);
       await e.kubectl(['apply', '--server-side', '-f', '-'], example('step-2-cpu-binding.yaml'));
@@ -349,4 +361,101 @@ describe('real vLLM replicas share their KV through the pool', () => {
     const segments = (await masterFigure(e, 'master_total_capacity_bytes')) ?? 0;
     assert.ok(segments >= 16 * 2 ** 30, `both members still mounted: ${segments} bytes`);
   });
+
+  it('fails the master over twice under a stream of requests (SIGKILL, then a Pod delete): none fails, and B loads what A stored before', async () => {
+    const prompt = longPrompt(400, 11);
+    const save = () =>
+      engineFigure(a!, 'vllm:mooncake_store_operation_keys_total', { operation: 'save_put' });
+    const stored = (await save()) ?? 0;
+    const computed = await complete(a!, prompt);
+    const blocks = Math.floor((computed.usage.prompt_tokens - 1) / blockSize);
+    await waitFor(save, { what: 'replica A to store the prompt', until: (k) => (k ?? 0) >= stored + blocks });
+    const stream = requestStream([a!, b!]);
+    try {
+      for (const how of ['hard', 'graceful'] as const) {
+        const took = await failOver(e, how);
+        console.log(`${how} failover under the stream: another master served ${took} ms after`);
+      }
+    } finally {
+      const { ok, failed } = await stream.stop();
+      console.log(`request stream: ${ok} answered, ${failed.length} failed`);
+      assert.deepEqual(failed, [], 'requests that failed during the failovers');
+      assert.ok(ok > 0);
+    }
+    const hitsBefore = (await engineFigure(b!, 'vllm:external_prefix_cache_hits_total')) ?? 0;
+    const answer = await complete(b!, prompt);
+    const hits = (await engineFigure(b!, 'vllm:external_prefix_cache_hits_total'))! - hitsBefore;
+    console.log(
+      `after two failovers B loaded ${hits} of the prompt's ${computed.usage.prompt_tokens} tokens from the pool`,
+    );
+    assert.equal(hits, blocks * blockSize, 'every full block A stored before the failovers');
+    assert.deepEqual(answer.choices[0]!.logprobs.tokens, computed.choices[0]!.logprobs.tokens);
+  });
 });
+
+/** Short completions sent one after another to each replica until stopped; what failed, by message. */
+function requestStream(replicas: string[]) {
+  let running = true;
+  let ok = 0;
+  const failed: string[] = [];
+  const loops = replicas.map(async (ip, r) => {
+    for (let i = 0; running; i++) {
+      try {
+        await complete(ip, `${longPrompt(40, 1000 + r * 7 + (i % 5))} request ${i}`);
+        ok += 1;
+      } catch (err) {
+        failed.push(`${ip}: ${(err as Error).message.slice(0, 200)}`);
+      }
+    }
+  });
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      return { ok, failed };
+    },
+  };
+}
+
+/**
+ * Fails mooncake-dram's serving master over: `hard` SIGKILLs its container's processes and deletes its
+ * Pod at once (a node lost), `graceful` deletes the Pod (a drain). Resolves, in ms, when another master
+ * serves and the backend is Ready with its members mounted again.
+ */
+async function failOver(e: E2ECluster, how: 'hard' | 'graceful'): Promise<number> {
+  const ns = e.cluster.namespace;
+  const leaders = () =>
+    e.cluster.client
+      .list<KubeObject<Pod>>(
+        { apiVersion: 'v1', kind: 'Pod', namespace: ns },
+        { labelSelector: 'app.kubernetes.io/instance=mooncake-dram,app.kubernetes.io/component=leader' },
+      )
+      .then((l) => l.items.filter((p) => !p.metadata.deletionTimestamp));
+  const readyOf = (p: KubeObject<Pod>) =>
+    p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+  const old = await waitFor(async () => (await leaders()).find(readyOf), { what: 'the serving leader' });
+  const startedAt = Date.now();
+  if (how === 'hard') {
+    const table = processTable();
+    const roots = await e.cluster.node(old.spec!.nodeName!).containerPids(ns, old.metadata.name!);
+    for (const pid of roots.flatMap((p) => [p, ...descendants(p, table)])) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Gone with its parent.
+      }
+    }
+  }
+  await e.cluster.client.request('DELETE', `/api/v1/namespaces/${ns}/pods/${old.metadata.name}`, {
+    body: how === 'hard' ? { gracePeriodSeconds: 0 } : {},
+  });
+  await waitFor(
+    async () => {
+      const next = (await leaders()).find((p) => readyOf(p) && p.metadata.name !== old.metadata.name);
+      const b = await e.backend('mooncake-dram');
+      return next && b.status?.phase === 'Ready' && b.status.capacity?.total === '16Gi' ? true : undefined;
+    },
+    { what: 'another master serving, the backend Ready with 16Gi', timeoutMs: 180_000, intervalMs: 250 },
+  );
+  return Date.now() - startedAt;
+}

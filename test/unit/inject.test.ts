@@ -222,6 +222,8 @@ describe('SGLang (environment vehicle)', () => {
       MOONCAKE_TENANT_ID: 'qwen-fp8-v1',
       MC_TE_METRIC: '1',
       MC_STORE_CLIENT_METRIC_BANDWIDTH: '1',
+      MC_RPC_TIMEOUT_MS: '5000',
+      MC_RPC_CONNECT_TIMEOUT_MS: '2000',
     });
     assert.deepEqual(out.volumes, []);
     assert.equal(out.container.volumeMounts, undefined);
