@@ -1,6 +1,7 @@
 // How a KVCacheBackend reaches its store (docs/concepts.md, Backend): managed (the operator runs a
 // leader and member groups) or external (an existing store it only observes).
 import { MemberGroup } from './kvcache-backend-members.ts';
+import { ContainerResources, placementFields } from './placement.ts';
 import {
   AtomicList,
   cel,
@@ -167,6 +168,13 @@ const Etcd = Type.Object(
 
 const Leader = Type.Object(
   {
+    ...placementFields('the leader (and, with electionBackend Etcd, its etcd)'),
+    resources: Type.Optional(
+      ContainerResources(
+        'spec.connection.managed.leader.resources',
+        "The leader container's requests and limits; unset ones keep the defaults, 250m CPU and 256Mi requested, 2Gi memory limit. A master's memory grows with its index (about 1 KiB per object), so raise the limit for stores of millions of objects.",
+      ),
+    ),
     leaseTiming: Type.Optional(LeaseTiming),
     replicas: Type.Optional(
       Type.Integer({

@@ -1,6 +1,7 @@
 // A managed KVCacheBackend's member groups (docs/concepts.md, Backend): per-node segments and the optional
 // disk tier. The rules CEL can judge live here; position, extraArgs and label rules in the webhook.
 
+import { placementFields } from './placement.ts';
 import {
   AtomicList,
   cel,
@@ -226,6 +227,7 @@ const HostPath = Type.Object({
 
 const MemberGroup = Type.Object(
   {
+    ...placementFields("the group's members"),
     nodeSelector: StringMap({
       description:
         'Node labels a node must carry to run a member of this group, one member per matching node. Keys and values must be label syntax. Editing it restarts no member: widening adds members, narrowing removes them and their segments (nothing is drained).',

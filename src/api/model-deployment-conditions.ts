@@ -6,7 +6,7 @@ export const modelDeploymentConditions = {
   DomainRegistered: ['NotApplicable', 'BindingNotFound', 'BindingDeleting', 'BindingNotReady', 'Registered'],
   CacheAttached: Object.values(CacheAttachedReason),
   ReplicasUpToDate: Object.values(ReplicasUpToDateReason),
-  RoleKindsReady: ['AllKindsReady', 'KindsNotReady'],
+  RoleKindsReady: ['AllKindsReady', 'KindsNotReady', 'Unschedulable'],
   KVEventsPublishing: ['NotApplicable'],
 } as const;
 

@@ -1,6 +1,7 @@
 // One role of a ModelDeployment: rendered as a Deployment `<md>-<role>` and a Service of the same name
 // (docs/decisions/0008-modeldeployment-workloads.md).
 import type { Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
+import { placementFields } from './placement.ts';
 import {
   AtomicList,
   cel,
@@ -131,6 +132,7 @@ const Role = Type.Object({
       'The InstanceType the role runs on; its unitResources and manufacturer decide the Pod resources. One that does not exist is admitted with a warning, and no replica runs until it does.',
   }),
   resources: Type.Optional(Resources),
+  ...placementFields('the role'),
   image: Type.Optional(
     Type.String({
       minLength: 1,

@@ -12,6 +12,11 @@ export const settings = [
     what: 'the image of managed backends whose spec.image is unset, a kvpool-store image; the chart sets it from store.image',
   },
   {
+    name: 'kv-cache-image-pull-secrets',
+    default: '',
+    what: "Secrets in the operator namespace, comma-separated, every store Pod pulls its image with (leader, members, etcd, tier cleanup), beside a backend's spec.imagePullSecrets; the chart sets it from image.pullSecrets",
+  },
+  {
     name: 'model-deployment-kv-cache-dtype-owned',
     default: 'true',
     what: "render each Binding's dtype as --kv-cache-dtype on its engines, and refuse the flag in a role's arguments",

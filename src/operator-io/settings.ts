@@ -21,4 +21,12 @@ export class Settings {
   bool(name: SettingName): boolean {
     return this.get(name).trim().toLowerCase() === 'true';
   }
+
+  /** A comma-separated setting's entries, trimmed, empty ones dropped. */
+  list(name: SettingName): string[] {
+    return this.get(name)
+      .split(',')
+      .map((v) => v.trim())
+      .filter(Boolean);
+  }
 }

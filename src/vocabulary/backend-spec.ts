@@ -156,3 +156,10 @@ const storeProtocols: Record<TransportProtocol, string> = {
 export function storeProtocol(protocol: TransportProtocol): string {
   return storeProtocols[protocol];
 }
+
+/** A store Pod's imagePullSecrets: the backend's own, then the operator-wide ones (the Setting), each once. */
+export function storePullSecrets(backend: KVCacheBackend, operatorWide: readonly string[] = []) {
+  const names = [...(backend.spec.imagePullSecrets ?? []).map((s) => s.name), ...operatorWide];
+  const unique = [...new Set(names.filter(Boolean))];
+  return unique.length ? { imagePullSecrets: unique.map((name) => ({ name })) } : {};
+}

@@ -37,6 +37,7 @@ function fakeContext(backend: KVCacheBackend) {
   const writes: string[] = [];
   const events: { reason: string; message: string }[] = [];
   const node = { metadata: { name: 'node-1', uid: 'n-1', labels: { 'kubernetes.io/os': 'linux' } } };
+  const created: { spec?: { imagePullSecrets?: { name: string }[] } }[] = [];
   const ctx = {
     namespace: 'gpustack-system',
     client: {
@@ -48,6 +49,7 @@ function fakeContext(backend: KVCacheBackend) {
       },
       async create(obj: { kind: string; metadata: { name: string } }) {
         writes.push(`create ${obj.kind} ${obj.metadata.name}`);
+        created.push(obj as (typeof created)[number]);
         return obj;
       },
       async delete(ref: { name: string }) {
@@ -59,9 +61,9 @@ function fakeContext(backend: KVCacheBackend) {
         events.push({ reason, message });
       },
     },
-    settings: { get: () => '' },
+    settings: { get: () => '', list: () => ['registry-creds'] },
   } as unknown as OperatorContext;
-  return { ctx, writes, events };
+  return { ctx, writes, events, created };
 }
 
 describe('TierCleanup', () => {
@@ -85,9 +87,14 @@ describe('TierCleanup', () => {
 
   it('empties a directory of its own with one cleanup Pod per node', async () => {
     const backend = deletedBackend('/var/lib/kvcache');
-    const { ctx, writes, events } = fakeContext(backend);
+    const { ctx, writes, events, created } = fakeContext(backend);
     const outcome = await new TierCleanup(ctx).run(backend);
     assert.deepEqual(writes, ['create Pod old-store-tier-clean-0-node-1']);
+    assert.deepEqual(
+      created[0]?.spec?.imagePullSecrets,
+      [{ name: 'registry-creds' }],
+      'the operator-wide pull secret',
+    );
     assert.deepEqual(events, []);
     assert.equal(outcome.done, false, 'waits for the Pod');
   });

@@ -58,15 +58,22 @@ describe('the user docs', () => {
 
   it('give the load the committed bench results were measured under, as the results record it', () => {
     const results = join(projectRoot, 'bench', 'results');
-    const loads = new Map<string, [number, number]>();
+    // A file's load, and the loads of its parts measured in earlier runs (a part not re-run keeps its own).
+    const loads = new Map<string, [number, number][]>();
+    type Machine = { loadAverageAtStart?: number[]; loadAverageAtEnd?: number[] };
     for (const f of readdirSync(results).filter((n) => n.endsWith('.json'))) {
-      const { machine } = JSON.parse(readFileSync(join(results, f), 'utf8')) as {
-        machine?: { loadAverageAtStart?: number[]; loadAverageAtEnd?: number[] };
-      };
-      const [start, end] = [machine?.loadAverageAtStart?.[0], machine?.loadAverageAtEnd?.[0]];
-      if (start !== undefined && end !== undefined) loads.set(f.replace(/\.json$/, ''), [start, end]);
+      const json = JSON.parse(readFileSync(join(results, f), 'utf8')) as Record<string, unknown>;
+      const machines = [json, ...Object.values(json)]
+        .map((v) => (v && typeof v === 'object' ? (v as { machine?: Machine }).machine : undefined))
+        .filter((m): m is Machine => m !== undefined);
+      for (const machine of machines) {
+        const [start, end] = [machine.loadAverageAtStart?.[0], machine.loadAverageAtEnd?.[0]];
+        if (start === undefined || end === undefined) continue;
+        const name = f.replace(/\.json$/, '');
+        loads.set(name, [...(loads.get(name) ?? []), [start, end]]);
+      }
     }
-    const all = [...loads.values()].flat();
+    const all = [...loads.values()].flat(2);
     const [lo, hi] = [Math.min(...all), Math.max(...all)].map((n) => String(Number(n.toFixed(1))));
     const readme = readFileSync(join(projectRoot, 'README.md'), 'utf8');
     for (const [name, text] of [
@@ -88,7 +95,10 @@ describe('the user docs', () => {
       const cells = row.split('|').map((c) => c.trim());
       const recorded = loads.get(cells[1]!);
       assert.ok(recorded, `${cells[1]}: no bench/results file with a load`);
-      assert.equal(cells.at(-2), `${recorded[0]}→${recorded[1]}`, row);
+      assert.ok(
+        recorded.some(([start, end]) => cells.at(-2) === `${start}→${end}`),
+        `${row}: the load is none of ${recorded.map(([a, b]) => `${a}→${b}`).join(', ')}`,
+      );
     }
   });
 

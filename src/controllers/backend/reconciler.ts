@@ -120,6 +120,7 @@ export class BackendReconciler {
           {
             namespace: this.ctx.namespace,
             defaultImage,
+            pullSecrets: this.ctx.settings.list('kv-cache-image-pull-secrets'),
             boundNamespaces: boundNamespaces(this.informers, name),
           },
           this.applied,

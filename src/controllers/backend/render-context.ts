@@ -5,6 +5,8 @@ export interface BackendRenderContext {
   namespace: string;
   /** The `kv-cache-backend-image` Setting, resolved by the caller. */
   defaultImage: string;
+  /** The `kv-cache-image-pull-secrets` Setting's Secret names: every store Pod pulls with them. */
+  pullSecrets?: readonly string[];
   /** The namespaces holding a Binding to a pool on this store: their Pods may reach its RPC and transfer ports. */
   boundNamespaces: readonly string[];
   /** Holds the leader at this many replicas (raising HA from an unelected template goes through 1 first). */

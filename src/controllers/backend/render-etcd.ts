@@ -5,7 +5,14 @@ import type { StatefulSet } from 'kubernetes-types/apps/v1.js';
 import type { Container, Service } from 'kubernetes-types/core/v1.js';
 import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
-import { metadataReplicated, resolveEtcd, resolveImages } from '../../vocabulary/backend-spec.ts';
+import {
+  managedConnection,
+  metadataReplicated,
+  resolveEtcd,
+  resolveImages,
+  storePullSecrets,
+} from '../../vocabulary/backend-spec.ts';
+import { podPlacement } from '../../vocabulary/placement.ts';
 import { parseQuantityBytes } from '../../vocabulary/quantity.ts';
 import {
   backendLabels,
@@ -168,10 +175,10 @@ export function renderEtcdStatefulSet(
   const template = {
     metadata: { labels: backendLabels(name, etcdComponent) },
     spec: {
+      // etcd goes where the leaders may go.
+      ...podPlacement(managedConnection(backend).leader),
       automountServiceAccountToken: false,
-      ...(backend.spec.imagePullSecrets?.length
-        ? { imagePullSecrets: backend.spec.imagePullSecrets.map((s) => ({ name: s.name })) }
-        : {}),
+      ...storePullSecrets(backend, ctx.pullSecrets),
       // The volume is writable by the store image's group.
       securityContext: { fsGroup: storeUser },
       // One member per node where nodes allow, so a node lost costs one member, not the quorum.

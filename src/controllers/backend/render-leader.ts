@@ -16,9 +16,11 @@ import {
   metadataReplicated,
   resolveEtcd,
   resolveImages,
+  storePullSecrets,
   tenancyOn,
   tierWritesThrough,
 } from '../../vocabulary/backend-spec.ts';
+import { podPlacement } from '../../vocabulary/placement.ts';
 import {
   adminServiceName,
   backendLabels,
@@ -49,6 +51,15 @@ const policySeedFile = `${policySeedDir}/${policyKey}`;
 const maxInt32 = 2147483647;
 
 type Leader = ManagedConnection['leader'];
+
+/** The leader's resources: the defaults, each overridden by leader.resources where it names one. */
+function leaderContainerResources(leader: Leader) {
+  const r = leader.resources;
+  return {
+    requests: { ...leaderResources.requests, ...r?.requests },
+    limits: { ...leaderResources.limits, ...r?.limits },
+  };
+}
 
 /** Leader replicas: an override (the two-step HA raise), else 1 without an election, else leader.replicas. */
 export function leaderReplicas(backend: KVCacheBackend, ctx: BackendRenderContext): number {
@@ -146,7 +157,7 @@ function leaderContainer(backend: KVCacheBackend, ctx: BackendRenderContext): Co
       timeoutSeconds: 1,
     },
     livenessProbe: { httpGet: { path: '/healthz', port: 'probe' }, periodSeconds: 10, failureThreshold: 6 },
-    resources: leaderResources,
+    resources: leaderContainerResources(managedConnection(backend).leader),
     securityContext: storeSecurityContext([]),
     volumeMounts: [
       scratchMount,
@@ -201,11 +212,11 @@ function leaderPodSpec(backend: KVCacheBackend, ctx: BackendRenderContext): PodS
   const election = electionOn(backend);
   // Only the Lease election talks to the API server; etcd's masters need no account.
   const account = leaseElection(backend);
-  const pullSecrets = backend.spec.imagePullSecrets;
   return {
+    ...podPlacement(managedConnection(backend).leader),
     automountServiceAccountToken: account,
     ...(account ? { serviceAccountName: leaderName(backend) } : {}),
-    ...(pullSecrets?.length ? { imagePullSecrets: pullSecrets.map((s) => ({ name: s.name })) } : {}),
+    ...storePullSecrets(backend, ctx.pullSecrets),
     // Independent of the replica count, so scaling is no template change. One replica per node where
     // nodes allow: a node lost takes one replica, not the standbys too.
     ...(election

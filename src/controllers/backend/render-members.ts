@@ -12,8 +12,10 @@ import {
   membersReadLease,
   resolveImages,
   storeProtocol,
+  storePullSecrets,
 } from '../../vocabulary/backend-spec.ts';
 import { visibleDeviceVars } from '../../vocabulary/member-env.ts';
+import { podPlacement, schedulingFields } from '../../vocabulary/placement.ts';
 import { parseQuantityBytes } from '../../vocabulary/quantity.ts';
 import {
   backendLabels,
@@ -215,13 +217,13 @@ function memberPodSpec(backend: KVCacheBackend, index: number, ctx: BackendRende
   const fabric = usesHostFabric(backend, group);
   const disk = groupDisk(group);
   const images = resolveImages(backend, ctx.defaultImage);
-  const pullSecrets = backend.spec.imagePullSecrets;
   return {
     nodeSelector: sortedKeys(group.nodeSelector),
+    ...podPlacement(group),
     // Only a member that follows the Lease talks to the API.
     automountServiceAccountToken: readsLease,
     ...(readsLease ? { serviceAccountName: memberAccountName(backend) } : {}),
-    ...(pullSecrets?.length ? { imagePullSecrets: pullSecrets.map((s) => ({ name: s.name })) } : {}),
+    ...storePullSecrets(backend, ctx.pullSecrets),
     ...(group.runtimeClassName ? { runtimeClassName: group.runtimeClassName } : {}),
     ...(fabric ? { hostNetwork: true } : {}),
     dnsPolicy: fabric ? 'ClusterFirstWithHostNet' : 'ClusterFirst',
@@ -257,7 +259,8 @@ export function renderMemberDaemonSet(
     metadata: { labels: backendLabels(backendName(backend), component) },
     spec: memberPodSpec(backend, index, ctx),
   };
-  const hash = podSpecHash(template);
+  // Where a member may run changes which nodes get one, never the members already running.
+  const hash = podSpecHash(template, schedulingFields);
   return {
     apiVersion: 'apps/v1',
     kind: 'DaemonSet',

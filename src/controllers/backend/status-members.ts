@@ -101,12 +101,19 @@ function mountedCondition(v: BackendView, segments: Segment[], ambiguous: string
     );
   }
   if (segments.length === 0)
-    return cond(
-      BackendCondition.MembersMounted,
-      'False',
-      BackendReason.NoSegments,
-      'the leader lists no mounted segment',
-    );
+    return v.placementGaps?.length
+      ? cond(
+          BackendCondition.MembersMounted,
+          'False',
+          BackendReason.Unschedulable,
+          `the leader lists no mounted segment: ${v.placementGaps.join('; ')}`,
+        )
+      : cond(
+          BackendCondition.MembersMounted,
+          'False',
+          BackendReason.NoSegments,
+          'the leader lists no mounted segment',
+        );
   const listed = new Set(segments.map((s) => endpointHost(s.teEndpoint)));
   const missing = v.memberPods.filter((p) => p.ready && !p.deleting && p.podIP && !listed.has(p.podIP));
   if (missing.length) {

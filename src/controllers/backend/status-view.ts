@@ -49,6 +49,8 @@ export interface BackendView {
   lease?: { holder?: string };
   /** Rows of the previous status, kept when a listing fails. */
   previousMembers?: MemberRow[];
+  /** Member groups kept off nodes their selector matches by taints they do not tolerate, in words. */
+  placementGaps?: string[];
   /** Decided once from the first members' survey (disk tier only); undefined while undecided. */
   tierWasEmpty?: DecidedCondition;
   /** Whether the tier members' disks take the store's writes (decision 39); undefined while none runs. */

@@ -2,6 +2,7 @@
 // tier directory's content on every node the group selected at deletion time, with one cleanup Pod per
 // node and a 5-minute deadline each; never a path another backend's tier also uses. Outcomes that
 // leave content behind are Warning events on the Node.
+
 import { createHash } from 'node:crypto';
 import type { Node, Pod } from 'kubernetes-types/core/v1.js';
 import { canonicalTierPath, tierPathProblem } from '../../api/tier-path.ts';
@@ -9,7 +10,12 @@ import type { KVCacheBackend } from '../../api/types.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import type { OperatorContext } from '../../operator-io/operator-context.ts';
 import { shellQuote } from '../../shell.ts';
-import { groupDisk, managedConnection, resolveImages } from '../../vocabulary/backend-spec.ts';
+import {
+  groupDisk,
+  managedConnection,
+  resolveImages,
+  storePullSecrets,
+} from '../../vocabulary/backend-spec.ts';
 import { workerApiVersion } from '../../vocabulary/identity.ts';
 import { backendLabels, backendOwnerReference } from '../../vocabulary/store-objects.ts';
 import { smallJobResources, storeSecurityContext } from './render-hardening.ts';
@@ -54,6 +60,11 @@ export class TierCleanup {
   private readonly deadlineMs: number;
   /** Per backend uid: the nodes each group selected when the deletion began. */
   private readonly plans = new Map<string, NodeCleanup[]>();
+
+  /** The `kv-cache-image-pull-secrets` Setting's names. */
+  private pullSecrets(): string[] {
+    return this.ctx.settings.list('kv-cache-image-pull-secrets');
+  }
 
   constructor(ctx: OperatorContext, deadlineMs = defaultTierCleanupDeadlineMs) {
     this.ctx = ctx;
@@ -203,7 +214,7 @@ export class TierCleanup {
         nodeName: job.node,
         restartPolicy: 'Never',
         tolerations: [{ operator: 'Exists' }],
-        imagePullSecrets: backend.spec.imagePullSecrets,
+        ...storePullSecrets(backend, this.pullSecrets()),
         // No API access and no network (a NetworkPolicy cuts it off): it only empties a directory.
         automountServiceAccountToken: false,
         enableServiceLinks: false,

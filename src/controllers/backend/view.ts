@@ -1,6 +1,6 @@
 // Gathers what the backend's status is decided from: the store's latest observation and the
 // cluster objects of the backend, all from caches (no API reads).
-import type { Pod } from 'kubernetes-types/core/v1.js';
+import type { Node, Pod } from 'kubernetes-types/core/v1.js';
 import { BackendCondition, BackendReason } from '../../api/kvcache-backend-conditions.ts';
 import type { UsedByEntry } from '../../api/schema.ts';
 import type { KVCacheBackend } from '../../api/types.ts';
@@ -17,6 +17,8 @@ import type { OperatorContext } from '../../operator-io/operator-context.ts';
 import type { StoreObservation } from '../../store/observe.ts';
 import { anyDiskTier, electionOf, electionOn, managedConnection } from '../../vocabulary/backend-spec.ts';
 import type { ChildConflict } from '../../vocabulary/child-ownership.ts';
+import { nameList } from '../../vocabulary/conditions.ts';
+import { taintText, untoleratedTaints } from '../../vocabulary/placement.ts';
 import {
   componentLabel,
   leaderName,
@@ -143,6 +145,25 @@ export function buildBackendView(
     ...(managed ? { electionBackend: electionOf(backend) } : {}),
     lease: lease ? { holder: lease.spec?.holderIdentity || undefined } : undefined,
     previousMembers: backend.status?.members,
+    ...(managed ? { placementGaps: placementGaps(backend, informers.nodes.list()) } : {}),
     tierWasEmpty: managed ? tierVerdict(backend, informers, pods) : undefined,
   };
+}
+
+/** Nodes a member group's selector matches that carry a taint the group does not tolerate: no member runs there. */
+function placementGaps(backend: KVCacheBackend, nodes: KubeObject<Node>[]): string[] {
+  return managedConnection(backend).members.flatMap((group, i) => {
+    const selected = nodes.filter((n) =>
+      Object.entries(group.nodeSelector).every(([k, v]) => n.metadata.labels?.[k] === v),
+    );
+    const kept = selected.flatMap((n) => {
+      const taints = untoleratedTaints(n.spec?.taints, group.tolerations);
+      return taints.length ? [`${n.metadata.name} (${taints.map(taintText).join(', ')})`] : [];
+    });
+    return kept.length
+      ? [
+          `members[${i}]: ${nameList(kept)} match its nodeSelector but carry a taint it does not tolerate, so no member runs there; add members[${i}].tolerations`,
+        ]
+      : [];
+  });
 }

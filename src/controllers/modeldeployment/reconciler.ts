@@ -205,6 +205,7 @@ export class ModelDeploymentReconciler {
       // Another object holding the name is not this role's: its replicas are not counted.
       const live = claimChild(cached, md.metadata.uid).kind === 'ours' ? cached : undefined;
       const current = (live?.status?.observedGeneration ?? 0) >= (live?.metadata.generation ?? 1);
+      const unschedulable = this.unschedulable(md, role.name);
       return {
         name: role.name,
         kind: roleKind(role),
@@ -212,8 +213,20 @@ export class ModelDeploymentReconciler {
         ready: live?.status?.readyReplicas ?? 0,
         updated: current ? (live?.status?.updatedReplicas ?? 0) : 0,
         unmanaged: isTakeOver(role),
+        ...(unschedulable ? { unschedulable } : {}),
       };
     });
+  }
+
+  /** The scheduler's word on a Pod of the role it cannot place (an untolerated taint, no room), if any. */
+  private unschedulable(md: ModelDeployment, role: string): string | undefined {
+    for (const p of this.owned(md).pods) {
+      if (p.metadata.labels?.[componentLabel] !== role || p.metadata.deletionTimestamp) continue;
+      const scheduled = p.status?.conditions?.find((c) => c.type === 'PodScheduled');
+      if (scheduled?.status === 'False' && scheduled.reason === ModelDeploymentReason.Unschedulable)
+        return scheduled.message ?? 'no node fits the Pod';
+    }
+    return undefined;
   }
 
   /** `ip:port` of every ready replica, each on the port its own role serves on. */

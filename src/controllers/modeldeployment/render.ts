@@ -1,6 +1,7 @@
 // The ModelDeployment's children: one Deployment `<md>-<role>` per role, a Service `<md>` for the
 // whole deployment and one `<md>-<role>` per role. Pure; see
 // docs/decisions/0008-modeldeployment-workloads.md.
+
 import type { Deployment } from 'kubernetes-types/apps/v1.js';
 import type { PodTemplateSpec, Service, Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
 import type { ModelDeploymentRole } from '../../api/model-deployment.ts';
@@ -11,6 +12,7 @@ import { sha256Hex } from '../../kube/canonical-json.ts';
 import type { KubeObject } from '../../kube/object.ts';
 import { baselineRefusals } from '../../vocabulary/engine-baseline.ts';
 import { engineFamily, isTakeOver, servingPort } from '../../vocabulary/engine-roles.ts';
+import { podPlacement } from '../../vocabulary/placement.ts';
 import { type EngineDraft, engineContainer, engineContainerName, engineDraft } from './render-engine.ts';
 import {
   childMetadata,
@@ -123,6 +125,7 @@ function podTemplate(
   const pod = attachCache(md, role, type, ctx);
   const pullSecrets = role.imagePullSecrets;
   const spec = {
+    ...podPlacement(role),
     terminationGracePeriodSeconds: role.terminationGracePeriodSeconds ?? 30,
     // Engines do not call the Kubernetes API: no token unless the role asks for one.
     automountServiceAccountToken: role.automountServiceAccountToken === true,

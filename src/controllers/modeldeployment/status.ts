@@ -29,6 +29,8 @@ export interface RoleView {
   /** Replicas running the current template. */
   updated: number;
   unmanaged: boolean;
+  /** The scheduler's message for a Pod of the role it cannot place. */
+  unschedulable?: string;
 }
 
 export interface DeploymentView {
@@ -139,6 +141,26 @@ function upToDate(v: DeploymentView): DecidedCondition {
   );
 }
 
+/** RoleKindsReady=False: the roles short of ready replicas, with the scheduler's reason where it has one. */
+function kindsNotReady(roles: RoleView[]): DecidedCondition {
+  const short = roles.filter((r) => r.ready < r.desired);
+  const stuck = short.filter((r) => r.unschedulable);
+  const list = short.map((r) => `${r.name} ${r.ready}/${r.desired}`).join(', ');
+  if (stuck.length)
+    return decided(
+      ModelDeploymentCondition.RoleKindsReady,
+      'False',
+      ModelDeploymentReason.Unschedulable,
+      `roles not ready: ${list}; ${stuck.map((r) => `a Pod of ${r.name} cannot be scheduled: ${r.unschedulable}`).join('; ')} (a tainted node wants roles[].tolerations)`,
+    );
+  return decided(
+    ModelDeploymentCondition.RoleKindsReady,
+    'False',
+    ModelDeploymentReason.KindsNotReady,
+    `roles not ready: ${list}`,
+  );
+}
+
 const kindLetter: Record<RoleView['kind'], string> = { Server: 'S', Prefill: 'P', Decode: 'D' };
 
 /** Ready instances by kind, e.g. `2S` or `1P1D`. */
@@ -165,15 +187,7 @@ export function decideDeployment(v: DeploymentView) {
           ModelDeploymentReason.AllKindsReady,
           'every role has its replicas ready',
         )
-      : decided(
-          ModelDeploymentCondition.RoleKindsReady,
-          'False',
-          ModelDeploymentReason.KindsNotReady,
-          `roles not ready: ${v.roles
-            .filter((r) => r.ready < r.desired)
-            .map((r) => `${r.name} ${r.ready}/${r.desired}`)
-            .join(', ')}`,
-        ),
+      : kindsNotReady(v.roles),
     decided(
       ModelDeploymentCondition.KVEventsPublishing,
       'True',
