@@ -57,7 +57,10 @@ create(
 );
 create(
   'an etcd of two members',
-  named((n) => managed(n, undefined, { replicas: 2, electionBackend: 'Etcd', etcd: { replicas: 2 } }), 'etcdtwo'),
+  named(
+    (n) => managed(n, undefined, { replicas: 2, electionBackend: 'Etcd', etcd: { replicas: 2 } }),
+    'etcdtwo',
+  ),
   'spec.connection.managed.leader.etcd.replicas',
   'supported values: "1", "3", "5"',
   'supported values',
@@ -94,7 +97,10 @@ create(
 );
 create(
   'members following the Lease of an etcd election',
-  named((n) => managed(n, undefined, { replicas: 2, electionBackend: 'Etcd', memberAddressing: 'Lease' }), 'etcdlease2'),
+  named(
+    (n) => managed(n, undefined, { replicas: 2, electionBackend: 'Etcd', memberAddressing: 'Lease' }),
+    'etcdlease2',
+  ),
   'spec.connection.managed.leader.memberAddressing',
   'which electionBackend Etcd and None do not have',
   'set it to Service',
