@@ -1,6 +1,7 @@
 // The placement fields of a member group, the leader or a ModelDeployment role, as the Pod spec fields
 // of the same names (src/api/placement.ts). Pure.
 import type { PodSpec } from 'kubernetes-types/core/v1.js';
+import { nameList } from './conditions.ts';
 
 export interface Placement {
   tolerations?: PodSpec['tolerations'];
@@ -41,3 +42,23 @@ export function untoleratedTaints(
 }
 
 export const taintText = (t: Taint) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`;
+
+type TaintedNode = { metadata: { name?: string }; spec?: { taints?: Taint[] } };
+
+/**
+ * The scheduler's message for a Pod it cannot place, with the taints that keep it off each node named
+ * (the scheduler counts "untolerated taint(s)" without naming them), and `fix` when there are some.
+ */
+export function unschedulableText(
+  message: string,
+  tolerations: Toleration[] | undefined,
+  nodes: TaintedNode[],
+  fix?: string,
+): string {
+  const kept = nodes.flatMap((n) => {
+    const taints = untoleratedTaints(n.spec?.taints, tolerations);
+    return taints.length ? [`${n.metadata.name} (${taints.map(taintText).join(', ')})`] : [];
+  });
+  if (!kept.length) return message;
+  return `${message.replace(/\.$/, '')}; untolerated taints: ${nameList(kept, 5)}${fix ? `: ${fix}` : ''}`;
+}

@@ -71,6 +71,10 @@ describe('workloads on nodes tainted as GPU nodes', () => {
     );
     console.log(`no leader toleration: ${conditionOf(leader, 'LeaderAvailable')?.message}`);
     assert.equal(conditionOf(leader, 'LeaderAvailable')?.reason, 'LeaderUnschedulable');
+    assert.match(
+      conditionOf(leader, 'LeaderAvailable')!.message,
+      /add spec\.connection\.managed\.leader\.tolerations/,
+    );
     const members = await backend('no-members', 'members kept off by the taint', (b) =>
       /nvidia\.com\/gpu=present:NoSchedule/.test(conditionOf(b, 'MembersMounted')?.message ?? ''),
     );

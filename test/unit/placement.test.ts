@@ -7,7 +7,7 @@ import { podSpecHashAnnotation } from '../../src/controllers/backend/pod-spec-ha
 import { renderEtcdStatefulSet } from '../../src/controllers/backend/render-etcd.ts';
 import { renderLeaderDeployment } from '../../src/controllers/backend/render-leader.ts';
 import { renderMemberDaemonSet } from '../../src/controllers/backend/render-members.ts';
-import { untoleratedTaints } from '../../src/vocabulary/placement.ts';
+import { unschedulableText, untoleratedTaints } from '../../src/vocabulary/placement.ts';
 import { group, managedBackend } from '../builders/index.ts';
 
 const ctx = { namespace: 'gpustack-system', defaultImage: 'kvpool/kvpool-store:test', boundNamespaces: [] };
@@ -108,6 +108,35 @@ describe('placement', () => {
       untoleratedTaints([{ ...gpuTaint, effect: 'PreferNoSchedule' }], undefined),
       [],
       'a preference keeps nothing off',
+    );
+  });
+
+  it("names the taints the scheduler only counts, node by node, in an unschedulable Pod's message", () => {
+    const said = '0/2 nodes are available: 2 node(s) had untolerated taint(s).';
+    const nodes = ['gpu-1', 'gpu-2', 'cpu-1'].map((name) => ({
+      metadata: { name },
+      spec: { taints: name.startsWith('gpu') ? [gpuTaint] : [] },
+    }));
+    assert.equal(
+      unschedulableText(said, undefined, nodes),
+      '0/2 nodes are available: 2 node(s) had untolerated taint(s); untolerated taints: gpu-1 (nvidia.com/gpu=present:NoSchedule), gpu-2 (nvidia.com/gpu=present:NoSchedule)',
+    );
+    assert.match(
+      unschedulableText(said, undefined, nodes, 'add leader.tolerations'),
+      /NoSchedule\): add leader\.tolerations$/,
+    );
+    assert.equal(
+      unschedulableText(said, [toleration], nodes),
+      said,
+      'tolerated: the message as the scheduler said it',
+    );
+    const many = Array.from({ length: 8 }, (_, i) => ({
+      metadata: { name: `n${i}` },
+      spec: { taints: [gpuTaint] },
+    }));
+    assert.match(
+      unschedulableText(said, undefined, many),
+      /n4 \(nvidia\.com\/gpu=present:NoSchedule\) and 3 more$/,
     );
   });
 });

@@ -3,6 +3,7 @@ import type { ContainerStatus, Node, Pod } from 'kubernetes-types/core/v1.js';
 import { type RelayedReason, relayed } from '../../api/condition-table.ts';
 import { BackendReason, type PodFaultReason } from '../../api/kvcache-backend-conditions.ts';
 import type { KubeObject } from '../../kube/object.ts';
+import { unschedulableText } from '../../vocabulary/placement.ts';
 
 export interface PodView {
   name: string;
@@ -54,8 +55,14 @@ function nodeFault(node: KubeObject<Node> | undefined): PodFault | undefined {
 /**
  * `role` prefixes the crash-loop reasons: LeaderCrashLooping, MemberCrashLooping, MemberInitCrashLooping.
  * `node`, the Pod's node, when known: a Pod not ready on a node that is not Ready has the node for its fault.
+ * `nodes`, the cluster's nodes, when known: an unschedulable Pod's message names the taints that keep it off them.
  */
-export function viewPod(pod: KubeObject<Pod>, role: 'Leader' | 'Member', node?: KubeObject<Node>): PodView {
+export function viewPod(
+  pod: KubeObject<Pod>,
+  role: 'Leader' | 'Member',
+  node?: KubeObject<Node>,
+  nodes: KubeObject<Node>[] = [],
+): PodView {
   const status = pod.status ?? {};
   const ready = status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
   const view: PodView = {
@@ -75,7 +82,12 @@ export function viewPod(pod: KubeObject<Pod>, role: 'Leader' | 'Member', node?: 
   if (scheduled?.status === 'False' && scheduled.reason === BackendReason.Unschedulable) {
     view.fault = {
       reason: role === 'Leader' ? BackendReason.LeaderUnschedulable : BackendReason.Unschedulable,
-      message: scheduled.message ?? 'no node fits the Pod',
+      message: unschedulableText(
+        scheduled.message ?? 'no node fits the Pod',
+        pod.spec?.tolerations,
+        nodes,
+        role === 'Leader' ? 'add spec.connection.managed.leader.tolerations' : undefined,
+      ),
     };
     return view;
   }

@@ -102,7 +102,7 @@ export function buildBackendView(
   const pods = managed ? informers.pods.byIndex(byInstance, name) : [];
   const leaderPods = pods
     .filter((p) => p.metadata.labels?.[componentLabel] === 'leader')
-    .map((p) => viewPod(p, 'Leader'));
+    .map((p) => viewPod(p, 'Leader', undefined, informers.nodes.list()));
   const memberPods = pods.flatMap((p) => {
     const m = /^member-(\d+)$/.exec(p.metadata.labels?.[componentLabel] ?? '');
     if (!m) return [];

@@ -24,6 +24,7 @@ import { type ChildConflict, claimChild } from '../../vocabulary/child-ownership
 import { type DecidedCondition, mergeConditions } from '../../vocabulary/conditions.ts';
 import { isTakeOver, servingPort } from '../../vocabulary/engine-roles.ts';
 import { fieldManagers } from '../../vocabulary/identity.ts';
+import { unschedulableText } from '../../vocabulary/placement.ts';
 import { parseQuantityBytes } from '../../vocabulary/quantity.ts';
 import { poolRuntimeVersions } from '../../vocabulary/runner-image.ts';
 import { resolveCache } from './connection.ts';
@@ -224,7 +225,11 @@ export class ModelDeploymentReconciler {
       if (p.metadata.labels?.[componentLabel] !== role || p.metadata.deletionTimestamp) continue;
       const scheduled = p.status?.conditions?.find((c) => c.type === 'PodScheduled');
       if (scheduled?.status === 'False' && scheduled.reason === ModelDeploymentReason.Unschedulable)
-        return scheduled.message ?? 'no node fits the Pod';
+        return unschedulableText(
+          scheduled.message ?? 'no node fits the Pod',
+          p.spec?.tolerations,
+          this.informers.nodes.list(),
+        );
     }
     return undefined;
   }
